@@ -1,0 +1,28 @@
+# Every target sets itself up: a fresh machine needs only python3 (>= 3.11).
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
+
+.PHONY: params test test-slow bench clean
+
+$(INSTALLED): pyproject.toml
+	python3 -m venv $(VENV)
+	# torch first and pinned: the CPU build of 2.13.0 comes from a local file, never a CUDA build.
+	$(PYTHON) -m pip install --quiet torch==2.13.0
+	$(PYTHON) -m pip install --quiet -e ".[test]"
+	touch $(INSTALLED)
+
+params: $(INSTALLED)
+	$(VENV)/bin/xlstm-suite params
+
+test: $(INSTALLED)
+	$(PYTHON) -m pytest -q
+
+test-slow: $(INSTALLED)
+	$(PYTHON) -m pytest -q -m slow
+
+bench: $(INSTALLED)
+	$(PYTHON) -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,1 @@
+"""Training entry, sweep runner, reports and the `xlstm-suite` command line."""

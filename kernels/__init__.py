@@ -1,0 +1,1 @@
+"""Sequence-mixing ops as pure functions: a torch reference everywhere, fast backends where installed."""

@@ -1,0 +1,1 @@
+"""Task data: generators, loaders, LightningDataModules and task specs (filled by the task issues)."""
