@@ -1,0 +1,5 @@
+"""sLSTM kernels: the stabilised sLSTM scan (op ``"slstm.scan"`` in ``kernels.backends``)."""
+
+from kernels.slstm.scan import SLSTMState, initial_state, scan
+
+__all__ = ["SLSTMState", "initial_state", "scan"]
