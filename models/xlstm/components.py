@@ -1,0 +1,89 @@
+"""Building blocks shared by the mLSTM and sLSTM layers: norms, head-wise projections, causal conv."""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class LayerNorm(nn.Module):
+    """LayerNorm with a weight and no bias (eps 1e-5), as in the paper's pre-LayerNorm backbone."""
+
+    def __init__(self, dim: int, eps: float = 1e-5):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, (x.shape[-1],), self.weight, None, self.eps)
+
+    def reset_parameters(self) -> None:
+        nn.init.ones_(self.weight)
+
+
+class HeadwiseNorm(nn.Module):
+    """GroupNorm with one group per head: a LayerNorm over each head's features, then a weight."""
+
+    def __init__(self, num_heads: int, head_dim: int, eps: float = 1e-5):
+        super().__init__()
+        self.num_heads = num_heads
+        self.weight = nn.Parameter(torch.ones(num_heads * head_dim))
+        self.eps = eps
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        """(..., NH, DH) -> (..., NH * DH)"""
+        leading = h.shape[:-2]
+        flat = h.reshape(-1, h.shape[-2] * h.shape[-1])  # (N, NH * DH)
+        normed = F.group_norm(flat, self.num_heads, self.weight, None, self.eps)
+        return normed.reshape(*leading, -1)
+
+    def reset_parameters(self) -> None:
+        nn.init.ones_(self.weight)
+
+
+class HeadwiseLinear(nn.Module):
+    """Block-diagonal linear map: the features are split into blocks, each mapped by its own matrix."""
+
+    def __init__(self, dim: int, num_blocks: int, bias: bool = False):
+        super().__init__()
+        if dim % num_blocks != 0:
+            raise ValueError(f"feature dim {dim} is not divisible into {num_blocks} blocks")
+        self.num_blocks = num_blocks
+        block_dim = dim // num_blocks
+        self.weight = nn.Parameter(torch.empty(num_blocks, block_dim, block_dim))  # (blocks, out, in)
+        self.bias = nn.Parameter(torch.zeros(dim)) if bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        blocks = x.reshape(*x.shape[:-1], self.num_blocks, -1)  # (..., blocks, in)
+        y = torch.einsum("...bi,boi->...bo", blocks, self.weight).reshape(x.shape)  # (..., dim)
+        return y if self.bias is None else y + self.bias
+
+
+class CausalConv1d(nn.Module):
+    """Depthwise causal convolution over time with bias; ``step`` keeps the last K-1 inputs as state."""
+
+    def __init__(self, dim: int, kernel_size: int):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.weight = nn.Parameter(torch.empty(dim, 1, kernel_size))
+        self.bias = nn.Parameter(torch.empty(dim))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # PyTorch's default Conv1d initialisation, as the official implementation uses.
+        nn.init.kaiming_uniform_(self.weight, a=5**0.5)
+        bound = 1 / self.kernel_size**0.5  # fan_in of a depthwise kernel is kernel_size
+        nn.init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, S, D) -> (B, S, D)"""
+        padded = F.pad(x.transpose(1, 2), (self.kernel_size - 1, 0))  # (B, D, K - 1 + S)
+        return F.conv1d(padded, self.weight, self.bias, groups=x.shape[-1]).transpose(1, 2)
+
+    def init_state(self, batch: int, dim: int, *, dtype=None, device=None) -> torch.Tensor:
+        return torch.zeros(batch, self.kernel_size - 1, dim, dtype=dtype, device=device)  # (B, K-1, D)
+
+    def step(self, x_t: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """x_t (B, D), state (B, K-1, D) -> y_t (B, D), new state."""
+        window = torch.cat([state, x_t.unsqueeze(1)], dim=1)  # (B, K, D)
+        y_t = torch.einsum("bkd,dk->bd", window, self.weight[:, 0, :]) + self.bias
+        return y_t, window[:, 1:]

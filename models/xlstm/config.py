@@ -1,0 +1,151 @@
+"""Configs of the xLSTM layers, blocks, stack and language model; validated on construction."""
+
+import math
+from dataclasses import dataclass, field
+
+FORGET_GATES = ("sigmoid", "exp")
+MLSTM_FORMULATIONS = ("parallel", "chunkwise", "recurrent")
+SLSTM_BIAS_INITS = ("powerlaw_blockdependent", "small_init", "standard")
+SLSTM_RECURRENT_INITS = ("zeros", "standard")
+FEEDFORWARD_ACTIVATIONS = ("gelu", "relu", "relu^2", "swish")
+
+
+def _check_choice(owner: str, name: str, value, choices) -> None:
+    if value not in choices:
+        raise ValueError(f"{owner}.{name}={value!r} is not valid; valid choices: {list(choices)}")
+
+
+def _check_positive(owner: str, name: str, value) -> None:
+    if value <= 0:
+        raise ValueError(f"{owner}.{name}={value!r} must be positive")
+
+
+def round_up(value: float, multiple: int) -> int:
+    """Round up to a multiple, as the official implementation sizes its up-projections."""
+    return int(math.ceil(value / multiple) * multiple)
+
+
+@dataclass
+class MLSTMLayerConfig:
+    """mLSTM in the pre up-projection block (paper Figure 10)."""
+
+    num_heads: int = 4
+    proj_factor: float = 2.0
+    round_proj_up_to: int = 64
+    conv1d_kernel_size: int = 4  # 0: no convolution (the ablation of Table abl_matrixmemory)
+    qkv_proj_blocksize: int = 4
+    bias: bool = False
+    forget_gate: str = "sigmoid"
+    formulation: str = "chunkwise"  # how forward() runs the cell; step() is always recurrent
+    chunk_size: int = 64
+    eps: float = 1e-6
+    backend: str = "auto"
+
+    def __post_init__(self):
+        _check_choice("mlstm", "forget_gate", self.forget_gate, FORGET_GATES)
+        _check_choice("mlstm", "formulation", self.formulation, MLSTM_FORMULATIONS)
+        for name in ("num_heads", "proj_factor", "qkv_proj_blocksize", "chunk_size", "round_proj_up_to"):
+            _check_positive("mlstm", name, getattr(self, name))
+        if self.conv1d_kernel_size < 0:
+            raise ValueError(f"mlstm.conv1d_kernel_size={self.conv1d_kernel_size} must be >= 0 (0 disables the convolution)")
+
+    def inner_dim(self, embedding_dim: int) -> int:
+        inner = round_up(self.proj_factor * embedding_dim, self.round_proj_up_to)
+        if inner % self.num_heads or inner % self.qkv_proj_blocksize:
+            raise ValueError(
+                f"mLSTM inner dim {inner} (embedding_dim {embedding_dim} x proj_factor {self.proj_factor}) must be "
+                f"divisible by mlstm.num_heads={self.num_heads} and mlstm.qkv_proj_blocksize={self.qkv_proj_blocksize}"
+            )
+        return inner
+
+
+@dataclass
+class SLSTMLayerConfig:
+    """sLSTM in the post up-projection block (paper Figure 9); the feed-forward part is separate."""
+
+    num_heads: int = 4
+    conv1d_kernel_size: int = 4  # 0: no convolution (the formal-language experiments)
+    forget_gate: str = "sigmoid"
+    bias_init: str = "powerlaw_blockdependent"
+    recurrent_weight_init: str = "zeros"
+    recurrent_grad_clip: float | None = None  # the paper clips the recurrent gradient to magnitude 10
+    backend: str = "auto"
+
+    def __post_init__(self):
+        _check_choice("slstm", "forget_gate", self.forget_gate, FORGET_GATES)
+        _check_choice("slstm", "bias_init", self.bias_init, SLSTM_BIAS_INITS)
+        _check_choice("slstm", "recurrent_weight_init", self.recurrent_weight_init, SLSTM_RECURRENT_INITS)
+        _check_positive("slstm", "num_heads", self.num_heads)
+        if self.conv1d_kernel_size < 0:
+            raise ValueError(f"slstm.conv1d_kernel_size={self.conv1d_kernel_size} must be >= 0 (0 disables the convolution)")
+        if self.recurrent_grad_clip is not None:
+            _check_positive("slstm", "recurrent_grad_clip", self.recurrent_grad_clip)
+
+
+@dataclass
+class FeedForwardConfig:
+    """Gated MLP after the sLSTM: down(act(gate) * up). The official factor 1.3 reproduces the paper's counts."""
+
+    proj_factor: float = 1.3
+    round_proj_up_to: int = 64
+    activation: str = "gelu"
+    bias: bool = False
+
+    def __post_init__(self):
+        _check_choice("feedforward", "activation", self.activation, FEEDFORWARD_ACTIVATIONS)
+        _check_positive("feedforward", "proj_factor", self.proj_factor)
+
+    def inner_dim(self, embedding_dim: int) -> int:
+        return round_up(self.proj_factor * embedding_dim, self.round_proj_up_to)
+
+
+@dataclass
+class XLSTMStackConfig:
+    """A pre-LayerNorm residual stack of mLSTM and sLSTM blocks: xLSTM[a:b] with explicit sLSTM positions."""
+
+    embedding_dim: int = 128
+    num_blocks: int = 2
+    slstm_at: list[int] = field(default_factory=list)  # 0-based block indices holding sLSTM blocks
+    mlstm: MLSTMLayerConfig = field(default_factory=MLSTMLayerConfig)
+    slstm: SLSTMLayerConfig = field(default_factory=SLSTMLayerConfig)
+    feedforward: FeedForwardConfig = field(default_factory=FeedForwardConfig)
+    add_post_blocks_norm: bool = True
+
+    def __post_init__(self):
+        # Hydra and YAML hand over plain dicts; accept them so configs compose from files.
+        for name, kind in (("mlstm", MLSTMLayerConfig), ("slstm", SLSTMLayerConfig), ("feedforward", FeedForwardConfig)):
+            value = getattr(self, name)
+            if isinstance(value, dict):
+                setattr(self, name, kind(**value))
+        _check_positive("xlstm", "embedding_dim", self.embedding_dim)
+        _check_positive("xlstm", "num_blocks", self.num_blocks)
+        self.slstm_at = sorted(self.slstm_at)
+        invalid = [index for index in self.slstm_at if not 0 <= index < self.num_blocks]
+        if invalid or len(set(self.slstm_at)) != len(self.slstm_at):
+            raise ValueError(
+                f"xlstm.slstm_at={self.slstm_at} must hold distinct block indices in [0, {self.num_blocks - 1}]"
+            )
+        if self.slstm_at and self.embedding_dim % self.slstm.num_heads:
+            raise ValueError(
+                f"xlstm.embedding_dim={self.embedding_dim} must be divisible by slstm.num_heads={self.slstm.num_heads}"
+            )
+        if len(self.slstm_at) < self.num_blocks:
+            self.mlstm.inner_dim(self.embedding_dim)  # raises if heads do not divide the inner dim
+
+    @property
+    def block_types(self) -> list[str]:
+        return ["slstm" if index in self.slstm_at else "mlstm" for index in range(self.num_blocks)]
+
+
+@dataclass
+class XLSTMLanguageModelConfig:
+    """Token embedding -> xLSTM stack -> LM head (untied by default); no positional encoding."""
+
+    stack: XLSTMStackConfig = field(default_factory=XLSTMStackConfig)
+    vocab_size: int = 50304
+    tie_weights: bool = False
+
+    def __post_init__(self):
+        if isinstance(self.stack, dict):
+            self.stack = XLSTMStackConfig(**self.stack)
+        _check_positive("lm", "vocab_size", self.vocab_size)

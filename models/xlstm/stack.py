@@ -1,0 +1,73 @@
+"""Pre-LayerNorm residual xLSTM blocks and the xLSTM[a:b] stack."""
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from models.xlstm.components import LayerNorm
+from models.xlstm.config import XLSTMStackConfig
+from models.xlstm.feedforward import GatedFeedForward
+from models.xlstm.mlstm_layer import MLSTMLayer
+from models.xlstm.slstm_layer import SLSTMLayer
+
+
+class XLSTMBlock(nn.Module):
+    """x + layer(norm(x)); an sLSTM block then adds x + ffn(norm(x)) (post up-projection)."""
+
+    def __init__(self, config: XLSTMStackConfig, block_index: int):
+        super().__init__()
+        D, num_blocks = config.embedding_dim, config.num_blocks
+        self.block_type = config.block_types[block_index]
+        self.norm = LayerNorm(D)
+        if self.block_type == "mlstm":
+            self.layer = MLSTMLayer(config.mlstm, D, num_blocks)
+            self.ffn_norm, self.ffn = None, None
+        else:
+            self.layer = SLSTMLayer(config.slstm, D, num_blocks, block_index)
+            self.ffn_norm = LayerNorm(D)
+            self.ffn = GatedFeedForward(config.feedforward, D, num_blocks)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, S, D) -> (B, S, D)"""
+        x = x + self.layer(self.norm(x))
+        if self.ffn is not None:
+            x = x + self.ffn(self.ffn_norm(x))
+        return x
+
+    def init_state(self, batch: int) -> Any:
+        return self.layer.init_state(batch)
+
+    def step(self, x_t: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any]:
+        """x_t (B, D) -> (B, D)"""
+        y_t, state = self.layer.step(self.norm(x_t), state)
+        x_t = x_t + y_t
+        if self.ffn is not None:
+            x_t = x_t + self.ffn(self.ffn_norm(x_t))
+        return x_t, state
+
+
+class XLSTMStack(nn.Module):
+    """The xLSTM backbone: (B, S, D) -> (B, S, D), with a final LayerNorm after the blocks."""
+
+    def __init__(self, config: XLSTMStackConfig):
+        super().__init__()
+        self.config = config
+        self.blocks = nn.ModuleList(XLSTMBlock(config, index) for index in range(config.num_blocks))
+        self.post_blocks_norm = LayerNorm(config.embedding_dim) if config.add_post_blocks_norm else nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return self.post_blocks_norm(x)
+
+    def init_state(self, batch: int) -> list[Any]:
+        return [block.init_state(batch) for block in self.blocks]
+
+    def step(self, x_t: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:
+        """x_t (B, D) -> (B, D); the state holds one entry per block."""
+        new_state = []
+        for block, block_state in zip(self.blocks, state):
+            x_t, block_state = block.step(x_t, block_state)
+            new_state.append(block_state)
+        return self.post_blocks_norm(x_t), new_state
