@@ -1,0 +1,1 @@
+"""Speed and memory, reported as ratios against a peer measured in the same run."""
