@@ -1,11 +1,19 @@
-"""Backbones and language models by the paper's names."""
+"""Backbones and language models by the paper's names.
+
+A model family contributes ``BACKBONES`` (name -> builder(embedding_dim, num_blocks, **options) of a
+(B, S, D) -> (B, S, D) module with init_state/step) and ``LANGUAGE_MODEL_PRESETS`` (name -> size -> builder
+keyword arguments); ``TIED_EMBEDDINGS`` names the models whose LM head shares the embedding (GPT-3).
+"""
 
 from typing import Callable
 
 from torch import nn
 
+from models.language_model import LanguageModel
 from models.xlstm import RATIOS, SIZES, XLSTMLanguageModel, XLSTMStack, XLSTMStackConfig
 from models.xlstm.presets import GPT2_VOCAB_PADDED, language_model_config, stack_config
+
+FAMILIES: list = []  # baseline families: modules with BACKBONES, LANGUAGE_MODEL_PRESETS, TIED_EMBEDDINGS
 
 
 def _xlstm_backbone(ratio: str) -> Callable[..., nn.Module]:
@@ -22,12 +30,14 @@ def _xlstm_explicit(**config) -> nn.Module:
 _BACKBONES: dict[str, Callable[..., nn.Module]] = {"xlstm": _xlstm_explicit} | {
     ratio: _xlstm_backbone(ratio) for ratio in RATIOS
 }
+_PRESETS: dict[str, dict[str, dict]] = {}
+_TIED: set[str] = set()
+for _family in FAMILIES:
+    _BACKBONES.update(_family.BACKBONES)
+    _PRESETS.update(_family.LANGUAGE_MODEL_PRESETS)
+    _TIED.update(_family.TIED_EMBEDDINGS)
 
-# name -> (sizes, builder(size, vocab_size))
-_LANGUAGE_MODELS: dict[str, tuple[tuple[str, ...], Callable[[str, int], nn.Module]]] = {
-    ratio: (tuple(SIZES), lambda size, vocab_size, ratio=ratio: XLSTMLanguageModel(language_model_config(ratio, size, vocab_size)))
-    for ratio in ("xlstm_1_0", "xlstm_7_1", "xlstm_0_1")
-}
+_XLSTM_LANGUAGE_MODELS = ("xlstm_1_0", "xlstm_7_1", "xlstm_0_1")
 
 
 def known_backbones() -> list[str]:
@@ -36,7 +46,9 @@ def known_backbones() -> list[str]:
 
 def known_language_models() -> dict[str, tuple[str, ...]]:
     """Model name -> the size presets it offers."""
-    return {name: sizes for name, (sizes, _) in _LANGUAGE_MODELS.items()}
+    return {name: tuple(SIZES) for name in _XLSTM_LANGUAGE_MODELS} | {
+        name: tuple(sizes) for name, sizes in _PRESETS.items()
+    }
 
 
 def build_backbone(name: str, **config) -> nn.Module:
@@ -48,9 +60,13 @@ def build_backbone(name: str, **config) -> nn.Module:
 
 def build_language_model(name: str, size: str, vocab_size: int = GPT2_VOCAB_PADDED) -> nn.Module:
     """The paper's language model ``name`` at size preset ``size`` (e.g. "xlstm_7_1", "350m")."""
-    if name not in _LANGUAGE_MODELS:
-        raise ValueError(f"unknown language model {name!r}; valid choices: {sorted(_LANGUAGE_MODELS)}")
-    sizes, build = _LANGUAGE_MODELS[name]
-    if size not in sizes:
-        raise ValueError(f"unknown size {size!r} for {name}; valid choices: {list(sizes)}")
-    return build(size, vocab_size)
+    sizes = known_language_models()
+    if name not in sizes:
+        raise ValueError(f"unknown language model {name!r}; valid choices: {sorted(sizes)}")
+    if size not in sizes[name]:
+        raise ValueError(f"unknown size {size!r} for {name}; valid choices: {list(sizes[name])}")
+    if name in _XLSTM_LANGUAGE_MODELS:
+        return XLSTMLanguageModel(language_model_config(name, size, vocab_size))
+    preset = dict(_PRESETS[name][size])
+    backbone = build_backbone(name, **preset)
+    return LanguageModel(backbone, vocab_size, preset["embedding_dim"], tie_weights=name in _TIED)

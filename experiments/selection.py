@@ -1,0 +1,37 @@
+"""The paper's selection rule: per reported cell, pick the hyperparameter value that is best on validation."""
+
+import pandas as pd
+
+
+def select_cells(runs: pd.DataFrame, *, cells: list[str], choose: list[str], average: list[str], select_metric: str,
+                 mode: str, report_metric: str) -> pd.DataFrame:
+    """One row per cell (the ``cells`` keys) from one row per finished run.
+
+    For each cell, every combination of the ``choose`` keys (e.g. the learning rate) is scored by its
+    ``select_metric`` averaged over the ``average`` keys (e.g. seeds); the best one (``mode`` max or min) is
+    chosen, and the cell reports the mean of ``report_metric`` over the chosen combination's runs, their
+    standard deviation and how many runs it combines.
+    """
+    if mode not in ("max", "min"):
+        raise ValueError(f"selection mode {mode!r} is not valid; valid choices: ['max', 'min']")
+    rows = []
+    for cell_values, cell_runs in runs.groupby(cells, sort=False, dropna=False):
+        cell_values = cell_values if isinstance(cell_values, tuple) else (cell_values,)
+        if choose:
+            scores = cell_runs.groupby(choose, dropna=False)[select_metric].mean()
+            best = scores.idxmax() if mode == "max" else scores.idxmin()
+            best = best if isinstance(best, tuple) else (best,)
+            chosen = cell_runs
+            for key, value in zip(choose, best):
+                chosen = chosen[chosen[key] == value]
+        else:
+            best, chosen = (), cell_runs
+        rows.append({
+            **dict(zip(cells, cell_values)),
+            **{f"chosen {key}": value for key, value in zip(choose, best)},
+            "ours": chosen[report_metric].mean(),
+            "std": chosen[report_metric].std(ddof=0) if len(chosen) > 1 else 0.0,
+            "runs": len(chosen),
+        })
+    columns = [*cells, *(f"chosen {key}" for key in choose), "ours", "std", "runs"]
+    return pd.DataFrame(rows, columns=columns)
