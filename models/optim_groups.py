@@ -8,7 +8,8 @@ def _is_norm(module: nn.Module) -> bool:
 
 
 def weight_decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    """AdamW parameter groups: a parameter named ``weight`` decays unless it belongs to a norm or an embedding.
+    """AdamW parameter groups: a parameter named ``weight`` (or ``weight_*``, as nn.LSTM's ``weight_ih_l0``) decays
+    unless it belongs to a norm or an embedding.
     Biases, gate-bias vectors, learnable skips, the sLSTM recurrent kernel, norms and embeddings do not decay
     (as in the official trainer); a head tied to the embedding counts as the embedding."""
     embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
@@ -17,7 +18,7 @@ def weight_decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:
         for module in model.modules()
         if not isinstance(module, nn.Embedding) and not _is_norm(module)
         for name, param in module.named_parameters(recurse=False)
-        if name == "weight" and id(param) not in embeddings
+        if (name == "weight" or name.startswith("weight_")) and id(param) not in embeddings
     }
     params = [p for p in model.parameters() if p.requires_grad]  # tied weights appear once
     return [

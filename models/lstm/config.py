@@ -1,0 +1,96 @@
+"""Configs of the three LSTM baselines and their size presets; validated on construction."""
+
+from dataclasses import dataclass, fields
+
+
+def _check_positive(owner: str, name: str, value) -> None:
+    if value <= 0:
+        raise ValueError(f"{owner}.{name}={value!r} must be positive")
+
+
+def config_from(kind: type, owner: str, **options):
+    """``kind(**options)``, naming the valid fields when an option is unknown (e.g. from a YAML override)."""
+    valid = [field.name for field in fields(kind)]
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ValueError(f"unknown {owner} option(s) {unknown}; valid choices: {valid}")
+    return kind(**options)
+
+
+@dataclass
+class LSTMConfig:
+    """The paper's "default PyTorch LSTM": ``num_blocks`` stacked layers of hidden size ``embedding_dim``,
+    no skip connections, no norms (Appendix, ablation details)."""
+
+    embedding_dim: int = 128
+    num_blocks: int = 2
+
+    def __post_init__(self):
+        _check_positive("lstm", "embedding_dim", self.embedding_dim)
+        _check_positive("lstm", "num_blocks", self.num_blocks)
+
+
+@dataclass
+class ResidualLSTMConfig:
+    """Pre-LayerNorm residual blocks x + LSTM(LN(x)) and a final LayerNorm ("Adding Resnet Backbone").
+
+    LayerNorm without bias is the xLSTM backbone's norm and reproduces the paper's 506.1M (with bias: 506.2M)."""
+
+    embedding_dim: int = 128
+    num_blocks: int = 2
+    norm_bias: bool = False
+    norm_eps: float = 1e-5
+
+    def __post_init__(self):
+        _check_positive("lstm_residual", "embedding_dim", self.embedding_dim)
+        _check_positive("lstm_residual", "num_blocks", self.num_blocks)
+        _check_positive("lstm_residual", "norm_eps", self.norm_eps)
+
+
+@dataclass
+class LSTMBlockConfig:
+    """Transformer blocks with an LSTM in place of attention: x + LSTM(LN(x)), then x + FFN(LN(x)) with a
+    non-gated GeLU MLP of inner size ``ffn_proj_factor * embedding_dim``; a final LayerNorm.
+
+    Without biases in the norms and the MLP (as in the xLSTM backbone) the 350M preset has the paper's 505.9M;
+    with MLP biases it would be 506.0M."""
+
+    embedding_dim: int = 128
+    num_blocks: int = 2
+    ffn_proj_factor: float = 4.0
+    ffn_bias: bool = False
+    norm_bias: bool = False
+    norm_eps: float = 1e-5
+
+    def __post_init__(self):
+        _check_positive("lstm_block", "embedding_dim", self.embedding_dim)
+        _check_positive("lstm_block", "num_blocks", self.num_blocks)
+        _check_positive("lstm_block", "ffn_proj_factor", self.ffn_proj_factor)
+        _check_positive("lstm_block", "norm_eps", self.norm_eps)
+        inner = self.ffn_proj_factor * self.embedding_dim
+        if inner != int(inner):
+            raise ValueError(
+                f"lstm_block.ffn_proj_factor={self.ffn_proj_factor!r} times embedding_dim={self.embedding_dim} "
+                f"must be a whole number of MLP units, got {inner}"
+            )
+
+    @property
+    def ffn_inner_dim(self) -> int:
+        return int(self.ffn_proj_factor * self.embedding_dim)
+
+
+LANGUAGE_MODEL_PRESETS = {
+    "lstm": {"350m": dict(embedding_dim=1536, num_blocks=24)},
+    "lstm_residual": {"350m": dict(embedding_dim=1024, num_blocks=48)},
+    "lstm_block": {"350m": dict(embedding_dim=1024, num_blocks=24, ffn_proj_factor=4.0)},
+}
+"""The LSTM rows of Table ablstudies (350M class, GPT-2 vocabulary 50304, untied head).
+
+- ``lstm`` "Vanilla Multi-Layer LSTM", 607.8M: 24 layers of hidden size 1536, as the text states. PyTorch's two
+  bias vectors per layer are needed for 607.8M (one bias: 607.7M).
+- ``lstm_residual`` "Adding Resnet Backbone", 506.1M: the text gives no size; E = 1024 with 48 blocks is the
+  xLSTM 350M backbone (Table spaj_peaklr) and gives 506.12M with bias-free LayerNorms.
+- ``lstm_block`` "Adding Up-Projection Backbone", 505.9M: "every second LSTM layer replaced by a feed-forward
+  network", i.e. the 48 layers become 24 LSTM + 24 MLP at E = 1024; Vaswani et al.'s factor 4 without biases
+  gives 505.92M.
+"""
