@@ -1,0 +1,69 @@
+"""Causal multi-head self-attention with a KV cache for recurrent stepping."""
+
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from models.transformers.rotary import apply_rotary, rotary_cos_sin
+
+
+class KVCache(NamedTuple):
+    keys: torch.Tensor  # (B, NH, T, DH), rotary already applied
+    values: torch.Tensor  # (B, NH, T, DH)
+
+
+class CausalSelfAttention(nn.Module):
+    """Scaled dot-product attention over the past; rotary positions on q and k when ``rope_theta`` is given.
+
+    q, k and v have separate projections (features head after head): on CPU that is faster than one fused
+    projection, whose q, k, v slices are strided."""
+
+    def __init__(self, embedding_dim: int, num_heads: int, *, bias: bool, rope_theta: float | None = None):
+        super().__init__()
+        if embedding_dim % num_heads:
+            raise ValueError(f"num_heads={num_heads} must divide embedding_dim={embedding_dim}")
+        self.num_heads = num_heads
+        self.head_dim = embedding_dim // num_heads
+        if rope_theta is not None and self.head_dim % 2:
+            raise ValueError(f"rotary positions need an even head dim, got {self.head_dim} = {embedding_dim} / {num_heads}")
+        self.rope_theta = rope_theta
+        self.q_proj = nn.Linear(embedding_dim, embedding_dim, bias=bias)
+        self.k_proj = nn.Linear(embedding_dim, embedding_dim, bias=bias)
+        self.v_proj = nn.Linear(embedding_dim, embedding_dim, bias=bias)
+        self.out_proj = nn.Linear(embedding_dim, embedding_dim, bias=bias)
+
+    def _project(self, x: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x (B, S, D) at positions start.. -> q, k, v (B, NH, S, DH)"""
+        B, S, _ = x.shape
+        q, k, v = (
+            projection(x).view(B, S, self.num_heads, self.head_dim).transpose(1, 2)  # (B, NH, S, DH)
+            for projection in (self.q_proj, self.k_proj, self.v_proj)
+        )
+        if self.rope_theta is not None:
+            positions = torch.arange(start, start + S, device=x.device)  # (S,)
+            cos, sin = rotary_cos_sin(positions, self.head_dim, self.rope_theta, q.dtype)  # (S, DH)
+            q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+        return q, k, v
+
+    def _merge_heads(self, h: torch.Tensor) -> torch.Tensor:
+        """(B, NH, S, DH) -> (B, S, D)"""
+        B, _, S, _ = h.shape
+        return self.out_proj(h.transpose(1, 2).reshape(B, S, -1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, S, D) -> (B, S, D)"""
+        q, k, v = self._project(x, start=0)
+        return self._merge_heads(F.scaled_dot_product_attention(q, k, v, is_causal=True))
+
+    def init_state(self, batch: int) -> KVCache:
+        empty = self.k_proj.weight.new_zeros(batch, self.num_heads, 0, self.head_dim)  # (B, NH, 0, DH)
+        return KVCache(empty, empty)
+
+    def step(self, x_t: torch.Tensor, cache: KVCache) -> tuple[torch.Tensor, KVCache]:
+        """x_t (B, D) -> (B, D); the cache grows by one position."""
+        q, k, v = self._project(x_t.unsqueeze(1), start=cache.keys.shape[2])  # (B, NH, 1, DH) each
+        cache = KVCache(torch.cat([cache.keys, k], dim=2), torch.cat([cache.values, v], dim=2))  # (B, NH, T+1, DH)
+        h = F.scaled_dot_product_attention(q, cache.keys, cache.values)  # (B, NH, 1, DH): one query sees all past
+        return self._merge_heads(h)[:, 0], cache
