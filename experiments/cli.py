@@ -1,19 +1,52 @@
-"""The `xlstm-suite` command line."""
+"""The `xlstm-suite` command line: params, train, sweep, list, report."""
 
 import argparse
 import sys
 
+from experiments.configuration import ConfigError
 
-def main(argv: list[str] | None = None) -> int:
+
+def _parser() -> argparse.ArgumentParser:
+    from experiments.report import add_report_arguments
+    from experiments.status import add_list_arguments
+    from experiments.sweep import add_sweep_arguments
+
     parser = argparse.ArgumentParser(prog="xlstm-suite", description="Reproduce the xLSTM paper's tables and figures.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("params", help="our parameter count of every model and size beside the paper's")
-    arguments = parser.parse_args(argv)
-    if arguments.command == "params":
-        from experiments.params_report import main as params_main
+    train = commands.add_parser("train", help="one training run from Hydra overrides, e.g. model=xlstm_0_1 task=parity")
+    train.add_argument("overrides", nargs="*", help="Hydra overrides (key=value)")
+    add_sweep_arguments(commands.add_parser("sweep", help="run the sweep behind a paper artifact"))
+    add_list_arguments(commands.add_parser("list", help="every artifact and, per scale, runs done / failed / missing"))
+    add_report_arguments(commands.add_parser("report", help="tables and figures of an artifact from finished runs"))
+    return parser
 
-        return params_main()
-    parser.error(f"unknown command {arguments.command!r}")
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = _parser().parse_args(argv)
+    try:
+        if arguments.command == "params":
+            from experiments.params_report import main as params_main
+
+            return params_main()
+        if arguments.command == "train":
+            from experiments.train_command import train_command
+
+            return train_command(arguments.overrides)
+        if arguments.command == "sweep":
+            from experiments.sweep import sweep_command
+
+            return sweep_command(arguments)
+        if arguments.command == "list":
+            from experiments.status import list_command
+
+            return list_command(arguments)
+        from experiments.report import report_command
+
+        return report_command(arguments)
+    except (ConfigError, ValueError) as error:
+        print(f"xlstm-suite {arguments.command}: error: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,0 +1,166 @@
+"""Paper artifacts (configs/paper/<name>.yaml): their grids, expanded per scale into planned runs."""
+
+import hashlib
+import itertools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from omegaconf import DictConfig, OmegaConf
+
+from experiments.configuration import CONFIGS, ConfigError, compose_run_config, config_yaml, load_yaml
+
+ARTIFACTS = CONFIGS / "paper"
+EXTRA_ARTIFACTS_VARIABLE = "XLSTM_SUITE_ARTIFACTS"  # more folders of artifact files (os.pathsep-separated)
+SCALES = ("smoke", "mini", "paper")
+MODEL_NOT_REGISTERED = "not in the model registry yet (the baseline zoo issue adds it)"
+
+
+@dataclass
+class PlannedRun:
+    """One cell of an artifact's grid at one scale; ``config`` and ``run_id`` only when it is available."""
+
+    artifact: str
+    scale: str
+    cell: dict[str, Any]
+    overrides: list[str]
+    unavailable: str | None = None
+    config: DictConfig | None = None
+    run_id: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The cell as ``key=value`` pairs, e.g. ``model=xlstm_1_0 task=parity optim.lr=0.001 seed=0``."""
+        return " ".join(f"{key}={override_value(value)}" for key, value in self.cell.items())
+
+
+@dataclass
+class Artifact:
+    """A paper table or figure: the sweep behind it, its selection rule, its report and its scales."""
+
+    name: str
+    title: str
+    grid: dict[str, list]
+    overrides: list[str]
+    selection: dict
+    report: dict
+    scales: dict[str, dict]
+    model_overrides: dict[str, list[str]]  # model -> overrides for its runs only (e.g. sLSTM options)
+
+    def grid_of(self, scale: str) -> dict[str, list]:
+        """The base grid with the keys the scale's grid replaces (new keys go last)."""
+        check_scale(scale)
+        return self.grid | self.scales.get(scale, {}).get("grid", {})
+
+    def overrides_of(self, scale: str) -> list[str]:
+        check_scale(scale)
+        return list(self.scales.get(scale, {}).get("overrides", []))
+
+    def runs(self, scale: str, extra_overrides: Sequence[str] = ()) -> list[PlannedRun]:
+        """Every cell of the scale's grid in a stable order, available ones composed (ConfigError on bad input)."""
+        grid = self.grid_of(scale)
+        shared = [*self.overrides, *self.overrides_of(scale), f"artifact={self.name}", f"scale={scale}", *extra_overrides]
+        runs = []
+        for values in itertools.product(*grid.values()):
+            cell = dict(zip(grid, values))
+            cell_overrides = [f"{key}={override_value(value)}" for key, value in cell.items()]
+            model_specific = self.model_overrides.get(cell.get("model"), [])
+            runs.append(plan_run(self.name, scale, cell, cell_overrides + model_specific + shared))
+        check_distinct(runs, extra_overrides)
+        return runs
+
+
+def artifact_files() -> dict[str, Path]:
+    """Artifact name -> its YAML: the paper's (configs/paper) and those in $XLSTM_SUITE_ARTIFACTS folders."""
+    folders = [ARTIFACTS, *(Path(p) for p in os.environ.get(EXTRA_ARTIFACTS_VARIABLE, "").split(os.pathsep) if p)]
+    return {path.stem: path for folder in folders for path in sorted(folder.glob("*.yaml"))}
+
+
+def known_artifacts() -> list[str]:
+    return sorted(artifact_files())
+
+
+def load_artifact(name: str) -> Artifact:
+    files = artifact_files()
+    if name not in files:
+        raise ValueError(f"unknown artifact {name!r}; valid choices: {sorted(files)}")
+    return artifact_from_yaml(files[name])
+
+
+def artifact_from_yaml(path: Path) -> Artifact:
+    content = OmegaConf.to_container(load_yaml(path), resolve=True)
+    if content.get("artifact") != path.stem:
+        raise ValueError(f"{path}: artifact {content.get('artifact')!r} must equal the file name {path.stem!r}")
+    unknown_scales = sorted(set(content.get("scales") or {}) - set(SCALES))
+    if unknown_scales:
+        raise ValueError(f"{path}: unknown scales {unknown_scales}; valid choices: {list(SCALES)}")
+    return Artifact(
+        name=content["artifact"],
+        title=content.get("title", content["artifact"]),
+        grid=content.get("grid") or {},
+        overrides=content.get("overrides") or [],
+        selection=content.get("selection") or {},
+        report=content.get("report") or {},
+        scales={scale: settings or {} for scale, settings in (content.get("scales") or {}).items()},
+        model_overrides=content.get("model_overrides") or {},
+    )
+
+
+def check_scale(scale: str) -> None:
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}; valid choices: {list(SCALES)}")
+
+
+def plan_run(artifact: str, scale: str, cell: dict[str, Any], overrides: list[str]) -> PlannedRun:
+    """Compose the cell's config (bad overrides raise here), unless its model is not built yet."""
+    model = cell.get("model")
+    if model is not None and not (CONFIGS / "model" / f"{model}.yaml").exists():
+        return PlannedRun(artifact, scale, cell, overrides, unavailable=MODEL_NOT_REGISTERED)
+    config = compose_run_config(overrides)
+    if model is not None and not model_is_registered(model):
+        return PlannedRun(artifact, scale, cell, overrides, unavailable=MODEL_NOT_REGISTERED)
+    from experiments.validation import validate_run_config  # imports torch: only once a config has composed
+
+    validate_run_config(config)
+    return PlannedRun(artifact, scale, cell, overrides, config=config, run_id=run_id_of(config))
+
+
+def model_is_registered(model: str) -> bool:
+    from models import known_backbones  # imports torch: only once a config has composed
+
+    return model in known_backbones()
+
+
+def run_id_of(config: DictConfig) -> str:
+    """The first 12 hex digits of the sha256 of the resolved config's YAML (keys sorted)."""
+    return hashlib.sha256(config_yaml(config).encode()).hexdigest()[:12]
+
+
+def check_distinct(runs: list[PlannedRun], extra_overrides: Sequence[str]) -> None:
+    """Overrides that pin a grid key make cells identical; refuse instead of running one config twice."""
+    first_cell_of: dict[str, dict] = {}
+    for run in runs:
+        if run.run_id is None:
+            continue
+        if run.run_id in first_cell_of:
+            raise ConfigError(
+                f"overrides {list(extra_overrides)} make grid cells {first_cell_of[run.run_id]} and {run.cell} "
+                "the same run; drop the override of a grid key"
+            )
+        first_cell_of[run.run_id] = run.cell
+
+
+def override_value(value: Any, quote_strings: bool = False) -> str:
+    """A value in Hydra's override syntax (``null``, ``true``, ``[1,2]``, ``{a:1}``, optionally ``'text'``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(override_value(item, quote_strings) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{key}:{override_value(item, quote_strings)}" for key, item in value.items()) + "}"
+    if isinstance(value, str) and quote_strings:
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return str(value)

@@ -1,0 +1,222 @@
+"""Claims: ``claim.json`` in a run directory says which worker trains the run.
+
+- Creating: a worker writes its holder (hostname, pid, a unique token, start time) to a private file
+  and hard-links it to ``claim.json``; the link fails if the claim exists (atomic and exclusive like
+  O_CREAT | O_EXCL, and a reader never sees a half-written claim).
+- Holding: a heartbeat thread keeps the claim's mtime fresh; the claim is deleted once the result or
+  error is written.
+- Stale: the holder's process is dead on this host, or its heartbeat is older than ``stale_after_seconds``.
+- Taking over: of all workers that find the same stale claim, only the one that creates its takeover
+  marker (``.claim.json.taken-<token>``, exclusively) goes on: it renames the stale claim to a unique
+  name, checks the token of what it moved, deletes it and creates its own claim. The others give up,
+  so no late taker can move the winner's fresh claim away. Tokens, not inodes (reused at once),
+  identify claims.
+"""
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+CLAIM_FILE = "claim.json"
+DEFAULT_STALE_AFTER_SECONDS = 300.0
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claim this process holds."""
+
+    path: Path
+    token: str
+
+
+@dataclass(frozen=True)
+class ClaimState:
+    """What a reader sees of a claim: its holder (empty if unreadable) and the age of its last heartbeat."""
+
+    holder: dict = field(default_factory=dict)
+    age_seconds: float = 0.0
+
+    @property
+    def token(self) -> str | None:
+        return self.holder.get("token")
+
+    def is_stale(self, stale_after_seconds: float) -> bool:
+        if self.age_seconds > stale_after_seconds:
+            return True
+        on_this_host = self.holder.get("hostname") == socket.gethostname()
+        return on_this_host and "pid" in self.holder and not process_is_running(self.holder["pid"])
+
+    def describe(self) -> str:
+        return f"{self.holder.get('hostname', '?')} pid {self.holder.get('pid', '?')}"
+
+
+def try_claim(run_dir: Path, finished: Path, stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS) -> Claim | None:
+    """Claim the run for this process; None when ``finished`` exists or another worker holds or takes the claim."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / CLAIM_FILE
+    if finished.exists():
+        return None
+    claim = create_claim(path)
+    if claim is None:
+        state = read_claim(path)
+        if state is None or (state.is_stale(stale_after_seconds) and take_over(path, state, stale_after_seconds)):
+            claim = create_claim(path)  # None if another worker was quicker
+    if claim is not None and finished.exists():  # the previous holder finished before we claimed
+        release(claim)
+        return None
+    return claim
+
+
+def create_claim(path: Path) -> Claim | None:
+    """Create the complete claim file exclusively; None if it exists."""
+    token = uuid.uuid4().hex
+    return Claim(path, token) if create_exclusively(path, claim_holder(token)) else None
+
+
+def create_exclusively(path: Path, content: dict) -> bool:
+    """Write ``content`` to ``path`` unless it exists: a private draft, hard-linked into place."""
+    draft = path.with_name(f".{path.name}.draft-{uuid.uuid4().hex}")
+    draft.write_text(json.dumps(content))
+    try:
+        os.link(draft, path)
+    except FileExistsError:
+        return False
+    finally:
+        draft.unlink()
+    return True
+
+
+def claim_holder(token: str) -> dict:
+    return {
+        "hostname": socket.gethostname(),
+        "pid": os.getpid(),
+        "token": token,
+        "started": datetime.now(timezone.utc).isoformat(),
+    }
+
+
+def read_claim(path: Path) -> ClaimState | None:
+    """The claim as found now; None if there is none."""
+    try:
+        with open(path) as handle:
+            modified = os.fstat(handle.fileno()).st_mtime
+            text = handle.read()
+    except FileNotFoundError:
+        return None
+    try:
+        holder = json.loads(text)
+    except ValueError:
+        holder = {}
+    return ClaimState(holder, time.time() - modified)
+
+
+def token_of(path: Path) -> str | None:
+    state = read_claim(path)
+    return state.token if state is not None else None
+
+
+def take_over(path: Path, state: ClaimState, stale_after_seconds: float) -> bool:
+    """Remove the stale claim if this worker is the one to take it over; False if another worker is."""
+    marker = takeover_marker(path, state.token)
+    if not create_exclusively(marker, claim_holder(uuid.uuid4().hex)):
+        remove_abandoned_marker(marker, stale_after_seconds)
+        return False
+    moved = path.with_name(f".{path.name}.stale-{uuid.uuid4().hex}")
+    try:
+        os.rename(path, moved)
+    except FileNotFoundError:  # its holder released it after all
+        return True
+    if token_of(moved) == state.token:
+        moved.unlink()
+        return True
+    put_back(moved, path)  # its holder released it and another worker claimed the run meanwhile
+    return False
+
+
+def takeover_marker(path: Path, token: str | None) -> Path:
+    return path.with_name(f".{path.name}.taken-{token or 'unreadable'}")
+
+
+def remove_abandoned_marker(marker: Path, stale_after_seconds: float) -> None:
+    """A marker left by a taker that died mid-takeover would block the run forever; clear it once it is old."""
+    state = read_claim(marker)
+    if state is not None and state.age_seconds > stale_after_seconds:
+        marker.unlink(missing_ok=True)
+
+
+def put_back(moved: Path, path: Path) -> None:
+    try:
+        os.link(moved, path)
+    except FileExistsError:
+        pass
+    moved.unlink()
+
+
+def refresh(claim: Claim) -> bool:
+    """Touch the claim file if it is still ours; False once it is not."""
+    if token_of(claim.path) != claim.token:
+        return False
+    try:
+        os.utime(claim.path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def release(claim: Claim) -> None:
+    """Delete the claim file if it is still ours, and the takeover markers of earlier claims."""
+    if token_of(claim.path) == claim.token:
+        claim.path.unlink(missing_ok=True)
+    for marker in claim.path.parent.glob(f".{claim.path.name}.taken-*"):
+        marker.unlink(missing_ok=True)
+
+
+@contextmanager
+def holding(claim: Claim, heartbeat_seconds: float) -> Iterator[Claim]:
+    """Keep the claim fresh with a heartbeat thread; release it on exit."""
+    stop = threading.Event()
+    heartbeat = threading.Thread(target=beat, args=(claim, heartbeat_seconds, stop), name="claim-heartbeat", daemon=True)
+    heartbeat.start()
+    try:
+        yield claim
+    finally:
+        stop.set()
+        heartbeat.join()
+        release(claim)
+
+
+def beat(claim: Claim, heartbeat_seconds: float, stop: threading.Event) -> None:
+    while not stop.wait(heartbeat_seconds) and refresh(claim):
+        pass
+
+
+def heartbeat_seconds_for(stale_after_seconds: float) -> float:
+    """Five heartbeats fit in the staleness timeout."""
+    return stale_after_seconds / 5
+
+
+def process_is_running(pid: int) -> bool:
+    """Whether a process of this host runs (a zombie does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not is_zombie(pid)
+
+
+def is_zombie(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return status.rsplit(")", 1)[1].split()[0] == "Z"

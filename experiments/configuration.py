@@ -1,0 +1,47 @@
+"""Compose run configs from the Hydra tree in configs/, and check them before any compute."""
+
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from experiments.paths import REPOSITORY_ROOT
+
+CONFIGS = REPOSITORY_ROOT / "configs"
+
+
+class ConfigError(ValueError):
+    """A bad override or an inconsistent config; the message names the value and the valid choices."""
+
+
+def group_choices(group: str) -> list[str]:
+    """The options of a config group (``model``, ``task``, ...): its YAML files, without private ``_`` ones."""
+    return sorted(p.stem for p in (CONFIGS / group).glob("*.yaml") if not p.stem.startswith("_"))
+
+
+def compose_run_config(overrides: list[str]) -> DictConfig:
+    """The fully resolved config of one run (``configs/train.yaml`` plus Hydra overrides)."""
+    for override in overrides:
+        if "=" not in override:
+            raise ConfigError(f"malformed override {override!r}: expected key=value (e.g. optim.lr=1e-3)")
+        key, value = override.split("=", 1)
+        group = key.lstrip("+~")
+        if group in ("model", "task", "optim", "trainer") and value not in group_choices(group):
+            raise ConfigError(f"unknown {group} {value!r}; valid choices: {group_choices(group)}")
+    try:
+        with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+            config = compose(config_name="train", overrides=list(overrides))
+        OmegaConf.resolve(config)
+    except (HydraException, OmegaConfBaseException) as error:
+        raise ConfigError(f"bad override in {list(overrides)}: {error}") from None
+    return config
+
+
+def config_yaml(config: DictConfig) -> str:
+    return OmegaConf.to_yaml(config, sort_keys=True)
+
+
+def load_yaml(path: Path) -> DictConfig:
+    return OmegaConf.load(path)

@@ -1,0 +1,96 @@
+"""SequenceTaskModule: the task's encoder -> a backbone -> the task's decoder, trained with Lightning."""
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torchmetrics import MeanMetric
+
+from experiments.schedules import warmup_cosine_factor
+from models.optim_groups import weight_decay_groups
+from tasks.spec import TaskSpec
+
+IGNORE_INDEX = -100
+SPLITS = ("val", "test")
+
+
+class SequenceTaskModule(L.LightningModule):
+    """Per-position classification: tokens (B, S) or vectors (B, S, d) -> class logits (B, S, C).
+
+    Positions whose target is -100 are ignored by the loss and the metrics. Accuracy is computed per sample over
+    its task-relevant positions, then averaged over samples; scaled accuracy maps random guessing (the task's
+    s_rand) to 0 and perfect to 1: (acc - s_rand) / (1 - s_rand).
+    """
+
+    def __init__(self, spec: TaskSpec, backbone: nn.Module, embedding_dim: int, optim: dict, max_steps: int):
+        super().__init__()
+        self.spec = spec
+        self.optim = dict(optim)
+        self.max_steps = max_steps
+        if spec.input_kind == "tokens":
+            self.encoder = nn.Embedding(spec.input_size, embedding_dim)
+        else:
+            self.encoder = nn.Linear(spec.input_size, embedding_dim)
+        self.backbone = backbone
+        self.decoder = nn.Linear(embedding_dim, spec.num_classes)
+        self.accuracy = nn.ModuleDict({split: MeanMetric() for split in SPLITS})
+        self.loss = nn.ModuleDict({split: MeanMetric() for split in SPLITS})
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        return self.decoder(self.backbone(self.encoder(inputs)))  # (B, S, C)
+
+    def _loss(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
+
+    def training_step(self, batch, batch_index):
+        inputs, targets = batch
+        loss = self._loss(self(inputs), targets)
+        self.log("train/loss", loss, prog_bar=True)
+        return loss
+
+    def _evaluate(self, batch, split: str) -> None:
+        inputs, targets = batch
+        logits = self(inputs)  # (B, S, C)
+        relevant = targets != IGNORE_INDEX  # (B, S)
+        correct = (logits.argmax(-1) == targets) & relevant  # (B, S)
+        per_sample = correct.sum(1) / relevant.sum(1).clamp_min(1)  # (B,)
+        self.accuracy[split].update(per_sample[relevant.any(1)])
+        self.loss[split].update(self._loss(logits, targets), weight=relevant.sum())
+
+    def validation_step(self, batch, batch_index):
+        self._evaluate(batch, "val")
+
+    def test_step(self, batch, batch_index):
+        self._evaluate(batch, "test")
+
+    def _log_split(self, split: str) -> None:
+        accuracy = self.accuracy[split].compute()
+        chance = self.spec.random_accuracy
+        self.log_dict({
+            f"{split}/accuracy": accuracy,
+            f"{split}/scaled_accuracy": (accuracy - chance) / (1 - chance),
+            f"{split}/loss": self.loss[split].compute(),
+        }, prog_bar=split == "val")
+        self.accuracy[split].reset()
+        self.loss[split].reset()
+
+    def on_validation_epoch_end(self):
+        self._log_split("val")
+
+    def on_test_epoch_end(self):
+        self._log_split("test")
+
+    def configure_optimizers(self):
+        optim = self.optim
+        optimizer = torch.optim.AdamW(
+            weight_decay_groups(self, optim["weight_decay"]), lr=optim["lr"], betas=tuple(optim["betas"]), eps=optim["eps"]
+        )
+        warmup_steps = max(1, round(optim["warmup_fraction"] * self.max_steps))
+
+        def factor(step: int) -> float:
+            return warmup_cosine_factor(
+                step, max_steps=self.max_steps, warmup_steps=warmup_steps, min_lr_ratio=optim["min_lr"] / optim["lr"]
+            )
+
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}

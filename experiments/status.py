@@ -1,0 +1,217 @@
+"""What the terminal shows of the run store and of sweeps: ``xlstm-suite list`` (every artifact and, per scale,
+how many of its planned runs are done, failed or missing), and a sweep's dry-run plan, progress bar and summary."""
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from omegaconf import DictConfig, OmegaConf
+from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from experiments.artifacts import SCALES, Artifact, PlannedRun, check_scale, known_artifacts, load_artifact, override_value
+from experiments.claims import DEFAULT_STALE_AFTER_SECONDS
+from experiments.run_store import RUN_STORE, run_directory, run_status, runs_frame, store_frame
+
+if TYPE_CHECKING:
+    from experiments.sweep import RunOutcome
+
+COLUMNS = ["runs", "done", "failed", "running", "missing", "n/a", "other"]
+COLUMN_NOTES = (
+    "missing: planned runs without result.json (failed, running and n/a ones included); "
+    "n/a: not available, the model is not in the registry yet; "
+    "other: runs in the store with other configs (older configs, or sweeps with extra overrides)"
+)
+
+
+# --- the list command ---------------------------------------------------------------------------------------------
+
+
+def list_artifacts(
+    root: Path = RUN_STORE,
+    artifacts: Sequence[str] | None = None,
+    scales: Sequence[str] = SCALES,
+    stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS,
+) -> Table:
+    """A table with one row per artifact and scale; missing counts every planned run without result.json."""
+    for scale in scales:
+        check_scale(scale)
+    table = Table(title=f"Run store {root}", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("artifact", no_wrap=True)
+    table.add_column("scale")
+    for column in COLUMNS:
+        table.add_column(column, justify="right", no_wrap=True)
+    for name in artifacts or known_artifacts():
+        artifact = load_artifact(name)
+        for scale in scales:
+            counts = status_counts(artifact, scale, root, stale_after_seconds)
+            table.add_row(name, scale, *(str(counts[column]) for column in COLUMNS))
+    return table
+
+
+def status_counts(artifact: Artifact, scale: str, root: Path, stale_after_seconds: float) -> dict[str, int]:
+    runs = artifact.runs(scale)
+    statuses = Counter(runs_frame(runs, root, stale_after_seconds)["status"])
+    stored_ids = set(store_frame(root, scale, artifact.name, stale_after_seconds)["run_id"])
+    return {
+        "runs": len(runs),
+        "done": statuses["done"],
+        "failed": statuses["failed"],
+        "running": statuses["running"],
+        "missing": len(runs) - statuses["done"],
+        "n/a": statuses["unavailable"],
+        "other": len(stored_ids - {run.run_id for run in runs}),
+    }
+
+
+# --- a sweep: its plan (dry run), progress and summary ---------------------------------------------------------
+
+
+def print_plan(console: Console, artifact: Artifact, scale: str, runs: list[PlannedRun], root: Path, stale_after_seconds: float) -> None:
+    """The dry run: every run with its status, the counts, and an estimate of the compute still to spend."""
+    statuses = [planned_status(run, root, stale_after_seconds) for run in runs]
+    table = Table(title=f"{artifact.name} ({scale}): {artifact.title}")
+    for key in runs[0].cell if runs else []:
+        table.add_column(key)
+    table.add_column("run_id")
+    table.add_column("status")
+    for run, status in zip(runs, statuses):
+        shown = status if run.unavailable is None else f"not available: {run.unavailable}"
+        table.add_row(*(override_value(value) for value in run.cell.values()), run.run_id or "-", shown)
+    console.print(table)
+    counts = Counter(statuses)
+    console.print(
+        f"{len(runs)} runs: done {counts['done']}, pending {counts['pending']}, failed {counts['failed']}, "
+        f"running elsewhere {counts['running']}, not available {counts['not available']}"
+    )
+    to_run = [run for run, status in zip(runs, statuses) if status in ("pending", "failed")]
+    console.print(compute_estimate(to_run))
+
+
+def planned_status(run: PlannedRun, root: Path, stale_after_seconds: float) -> str:
+    if run.unavailable is not None:
+        return "not available"
+    status = run_status(run_directory(run, root), stale_after_seconds)
+    return "pending" if status == "missing" else status
+
+
+def compute_estimate(runs: list[PlannedRun]) -> str:
+    """Training tokens of the runs still to do: max_steps x batch_size x train length, summed (an estimate)."""
+    tokens = [training_tokens(run.config) for run in runs]
+    known = [count for count in tokens if count is not None]
+    text = (
+        f"Compute estimate (an estimate, not a measurement) for the {len(runs)} pending and failed runs: "
+        f"{sum(known):.3g} training tokens = max_steps x batch_size x training sequence length "
+        "(train_max_length: an upper bound for tasks of variable length), summed over runs; "
+        "runs of models that are not available are not counted."
+    )
+    if len(known) < len(tokens):
+        text += f" {len(tokens) - len(known)} runs have no sequence length in their task config and are left out."
+    return text
+
+
+def training_tokens(config: DictConfig) -> int | None:
+    length = OmegaConf.select(config, "task.train_max_length") or OmegaConf.select(config, "task.sequence_length")
+    if length is None:
+        return None
+    return config.trainer.max_steps * config.trainer.batch_size * length
+
+
+def print_summary(
+    console: Console, artifact: Artifact, scale: str, runs: list[PlannedRun], outcomes: list[tuple[PlannedRun, "RunOutcome"]]
+) -> None:
+    by_status: dict[str, list[tuple[PlannedRun, "RunOutcome"]]] = {}
+    for run, outcome in outcomes:
+        by_status.setdefault(outcome.status, []).append((run, outcome))
+    ran = {run.run_id for run, _ in outcomes}
+    skipped = [run for run in runs if run.unavailable is None and run.run_id not in ran]
+    unavailable = [run for run in runs if run.unavailable is not None]
+    console.print(f"[bold]{artifact.name}[/] ({scale}) summary:")
+    console.print(f"  done now: {len(by_status.get('done', []))}")
+    console.print(f"  skipped, already done: {len(skipped) + len(by_status.get('already done', []))}")
+    for run, outcome in by_status.get("claimed", []):
+        console.print(f"  running elsewhere: {run.label} ({outcome.detail})", soft_wrap=True)
+    failed = by_status.get("failed", [])
+    console.print(f"  failed: {len(failed)}", style="red" if failed else None)
+    for run, outcome in failed:
+        console.print(f"    {run.label}: {outcome.detail}", highlight=False, soft_wrap=True)
+    print_unavailable(console, unavailable)
+
+
+def print_unavailable(console: Console, unavailable: list[PlannedRun]) -> None:
+    console.print(f"  not available: {len(unavailable)}")
+    models_by_reason: dict[str, list[str]] = {}
+    for run in unavailable:
+        models = models_by_reason.setdefault(run.unavailable, [])
+        if run.cell.get("model") not in models:
+            models.append(run.cell.get("model"))
+    for reason, models in models_by_reason.items():
+        console.print(f"    {', '.join(map(str, models))}: {reason}", highlight=False, soft_wrap=True)
+
+
+class SweepProgress(Progress):
+    """A progress bar with done / failed / remaining counts and, below it, the runs in flight."""
+
+    def __init__(self, total: int, console: Console) -> None:
+        columns = (TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[counts]}"), TimeElapsedColumn())
+        self.total = total
+        self.counts: Counter = Counter()
+        self.in_flight: dict[str, str] = {}
+        super().__init__(*columns, console=console)
+        self.task = self.add_task("sweep", total=total, counts=self.counts_text())
+
+    def get_renderables(self):
+        yield self.make_tasks_table(self.tasks)
+        for label in self.in_flight.values():
+            yield Text(f"  running {label}", style="dim")
+
+    def run_started(self, run: PlannedRun) -> None:
+        self.in_flight[run.run_id] = run.label
+        self.refresh()
+
+    def run_finished(self, run: PlannedRun, outcome: "RunOutcome") -> None:
+        self.in_flight.pop(run.run_id, None)
+        self.counts[outcome.status] += 1
+        self.update(self.task, advance=1, counts=self.counts_text())
+
+    def counts_text(self) -> str:
+        done = self.counts["done"] + self.counts["already done"]
+        remaining = self.total - sum(self.counts.values())
+        return f"done {done}  failed {self.counts['failed']}  elsewhere {self.counts['claimed']}  remaining {remaining}"
+
+
+# --- command line -------------------------------------------------------------------------------------------------
+
+
+def add_list_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("artifacts", nargs="*", metavar="ARTIFACT", help=f"artifacts to list (default: all of {known_artifacts()})")
+    parser.add_argument("--scale", action="append", choices=SCALES, help="a scale to list (repeatable; default: all)")
+    parser.add_argument("--root", type=Path, default=RUN_STORE, help=argparse.SUPPRESS)
+
+
+def list_command(arguments: argparse.Namespace) -> int:
+    console = Console()
+    try:
+        with console.status("planning every artifact's runs (composing their configs) ..."):
+            table = list_artifacts(arguments.root, arguments.artifacts, arguments.scale or SCALES)
+    except ValueError as error:
+        print(f"xlstm-suite list: error: {error}", file=sys.stderr)
+        return 2
+    console.print(table)
+    console.print(COLUMN_NOTES, style="dim")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="xlstm-suite list", description=__doc__)
+    add_list_arguments(parser)
+    return list_command(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,419 @@
+"""The sweep runner: plan an artifact's runs at one scale, skip finished ones, run the rest locally or on SLURM.
+
+``xlstm-suite sweep formal-main --scale mini [--launcher local|slurm|submitit_local] [--jobs N] [--dry-run] [overrides]``
+"""
+
+import argparse
+import importlib
+import importlib.util
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from omegaconf import DictConfig, OmegaConf
+from rich.console import Console
+
+from experiments.artifacts import Artifact, PlannedRun, check_scale, load_artifact, override_value
+from experiments.claims import CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, heartbeat_seconds_for, holding, read_claim
+from experiments.configuration import CONFIGS, group_choices, load_yaml
+from experiments.paths import REPOSITORY_ROOT
+from experiments.run_store import (
+    ERROR_FILE,
+    OUTPUT_FILE,
+    RESULT_FILE,
+    RUN_STORE,
+    claim_run,
+    read_json,
+    run_directory,
+    run_status,
+    write_error,
+    write_result,
+    write_run_inputs,
+)
+from experiments.status import SweepProgress, print_plan, print_summary
+
+DEFAULT_RUN_FUNCTION = "experiments.train.run_training"
+HYDRA_LAUNCHERS = {"SlurmLauncher": "submitit_slurm", "LocalLauncher": "submitit_local"}
+LAUNCHES = ".launches"  # per artifact: one folder per submitit launch (manifest, Hydra and submitit logs)
+INTERRUPTED_EXIT_CODE = 130
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What became of one run in this sweep: done, failed, already done, or claimed (a live worker has it)."""
+
+    status: str
+    run_dir: Path
+    detail: str = ""
+
+
+# --- one run, in a worker process -------------------------------------------------------------------------------
+
+
+def execute_run(
+    run: PlannedRun,
+    root: Path = RUN_STORE,
+    run_function: str = DEFAULT_RUN_FUNCTION,
+    stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS,
+) -> RunOutcome:
+    """Claim the run, train it with the run function and record result.json or error.json; skip it if done or claimed."""
+    run_dir = run_directory(run, root)
+    claim = claim_run(run_dir, stale_after_seconds)
+    if claim is None:
+        return skipped_outcome(run_dir)
+    with holding(claim, heartbeat_seconds_for(stale_after_seconds)):
+        return train_and_record(run, run_dir, run_function)
+
+
+def skipped_outcome(run_dir: Path) -> RunOutcome:
+    if (run_dir / RESULT_FILE).exists():
+        return RunOutcome("already done", run_dir)
+    holder = read_claim(run_dir / CLAIM_FILE)
+    return RunOutcome("claimed", run_dir, f"claimed by {holder.describe()}" if holder else "claimed by another worker")
+
+
+def train_and_record(run: PlannedRun, run_dir: Path, run_function: str) -> RunOutcome:
+    started = datetime.now(timezone.utc)
+    try:
+        write_run_inputs(run_dir, run)
+        with output_to(run_dir / OUTPUT_FILE):
+            metrics = train(run.config, run_dir, run_function)
+        write_result(run_dir, run, metrics, started)
+    except Exception as error:
+        error_path = write_error(run_dir, run, error, started)
+        return RunOutcome("failed", run_dir, f"{type(error).__name__}: {error} ({error_path})")
+    return RunOutcome("done", run_dir)
+
+
+def train(config: DictConfig, run_dir: Path, run_function: str) -> dict[str, float]:
+    function = import_run_function(run_function)
+    num_threads = OmegaConf.select(config, "trainer.num_threads")
+    if num_threads:
+        import torch
+
+        torch.set_num_threads(num_threads)
+    return function(config, run_dir)
+
+
+def import_run_function(dotted_path: str) -> Callable[[DictConfig, Path], dict[str, float]]:
+    module, name = dotted_path.rsplit(".", 1)
+    return getattr(importlib.import_module(module), name)
+
+
+@contextmanager
+def output_to(path: Path) -> Iterator[None]:
+    """Send this process's stdout and stderr (file descriptors 1 and 2) to a file while the run trains."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(path, "a") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for descriptor, original in zip((1, 2), saved):
+                os.dup2(original, descriptor)
+                os.close(original)
+
+
+# --- the sweep ----------------------------------------------------------------------------------------------------
+
+
+def run_sweep(
+    artifact: str | Artifact,
+    scale: str,
+    launcher: str = "local",
+    jobs: int | None = None,
+    dry_run: bool = False,
+    overrides: Sequence[str] = (),
+    run_function: str = DEFAULT_RUN_FUNCTION,
+    root: Path = RUN_STORE,
+    stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS,
+    console: Console | None = None,
+) -> int:
+    """Plan, then run what is not done; the exit code is non-zero if a run failed. Bad input raises ValueError."""
+    artifact = artifact if isinstance(artifact, Artifact) else load_artifact(artifact)
+    check_scale(scale)
+    launcher_config = load_launcher(launcher)
+    jobs = check_jobs(jobs if jobs is not None else launcher_config.get("jobs", 1))
+    check_run_function(run_function)
+    root = Path(root).resolve()
+    runs = artifact.runs(scale, overrides)
+    console = console or Console()
+    if dry_run:
+        print_plan(console, artifact, scale, runs, root, stale_after_seconds)
+        return 0
+    pending = [run for run in runs if run.unavailable is None and not (run_directory(run, root) / RESULT_FILE).exists()]
+    console.print(f"[bold]{artifact.name}[/] ({scale}): {len(runs)} runs planned, {len(pending)} to run")
+    try:
+        if "hydra_launcher" in launcher_config:
+            outcomes = run_with_submitit(pending, launcher_config["hydra_launcher"], root, run_function, stale_after_seconds, console)
+        else:
+            outcomes = run_locally(pending, root, run_function, jobs, stale_after_seconds, console)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]: rerun the same command to continue; finished runs are kept")
+        return INTERRUPTED_EXIT_CODE
+    print_summary(console, artifact, scale, runs, outcomes)
+    return 1 if any(outcome.status == "failed" for _, outcome in outcomes) else 0
+
+
+def load_launcher(name: str) -> dict:
+    """configs/launcher/<name>.yaml: ``jobs`` (local pool) or ``hydra_launcher`` (parameters of a submitit launcher)."""
+    if name not in group_choices("launcher"):
+        raise ValueError(f"unknown launcher {name!r}; valid choices: {group_choices('launcher')}")
+    launcher = OmegaConf.to_container(load_yaml(CONFIGS / "launcher" / f"{name}.yaml"), resolve=False)
+    target = launcher.get("hydra_launcher", {}).get("_target_", "SlurmLauncher")
+    if target.rsplit(".", 1)[-1] not in HYDRA_LAUNCHERS:
+        raise ValueError(f"launcher {name!r}: unknown Hydra launcher {target!r}; valid classes: {sorted(HYDRA_LAUNCHERS)}")
+    return launcher
+
+
+def check_jobs(jobs: int) -> int:
+    if jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, got {jobs}")
+    return jobs
+
+
+def check_run_function(dotted_path: str) -> None:
+    """The run function's module must exist (found without importing it: training imports are slow)."""
+    module = dotted_path.rpartition(".")[0]
+    try:
+        found = bool(module) and importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        found = False
+    if not found:
+        raise ValueError(f"run function {dotted_path!r}: no module {module!r}; expected a dotted path module.function")
+
+
+# --- local launcher: a pool of worker processes -------------------------------------------------------------------
+
+
+def run_locally(
+    runs: list[PlannedRun], root: Path, run_function: str, jobs: int, stale_after_seconds: float, console: Console
+) -> list[tuple[PlannedRun, RunOutcome]]:
+    """Run on ``jobs`` spawned worker processes; a pool broken by a killed worker is replaced."""
+    if not runs:
+        return []
+    waiting = deque(runs)
+    outcomes: list[tuple[PlannedRun, RunOutcome]] = []
+    context = multiprocessing.get_context("spawn")
+    with SweepProgress(len(runs), console) as progress:
+        while waiting:
+            with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+                outcomes += drain(pool, waiting, jobs, (root, run_function, stale_after_seconds), progress)
+    return outcomes
+
+
+def drain(
+    pool: ProcessPoolExecutor, waiting: deque, jobs: int, arguments: tuple, progress: SweepProgress
+) -> list[tuple[PlannedRun, RunOutcome]]:
+    """Keep ``jobs`` runs in flight until the queue is empty or the pool broke."""
+    running: dict[Future, PlannedRun] = {}
+    outcomes = []
+    while waiting or running:
+        while waiting and len(running) < jobs:
+            run = waiting.popleft()
+            try:
+                running[pool.submit(execute_run, run, *arguments)] = run
+            except BrokenProcessPool:
+                waiting.appendleft(run)
+                break
+            progress.run_started(run)
+        if not running:
+            break
+        finished, _ = wait(running, return_when=FIRST_COMPLETED)
+        for future in finished:
+            run = running.pop(future)
+            outcome = outcome_of(future, run, arguments[0])
+            outcomes.append((run, outcome))
+            progress.run_finished(run, outcome)
+    return outcomes
+
+
+def outcome_of(future: Future, run: PlannedRun, root: Path) -> RunOutcome:
+    """The worker's outcome; if the worker died (or could not report), an error.json written here says so."""
+    error = future.exception()
+    if error is None:
+        return future.result()
+    run_dir = run_directory(run, root)
+    if (run_dir / RESULT_FILE).exists():
+        return RunOutcome("done", run_dir)
+    if isinstance(error, BrokenProcessPool):
+        error = RuntimeError(f"a worker process died while this run was in flight (killed, out of memory?): {error}")
+    error_path = write_error(run_dir, run, error, datetime.now(timezone.utc))
+    return RunOutcome("failed", run_dir, f"{type(error).__name__}: {error} ({error_path})")
+
+
+# --- slurm / submitit_local launchers: Hydra's submitit launcher, one array job per run -----------------------------
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The runs of one submitit launch; array job ``index`` executes ``runs[index]``."""
+
+    root: Path
+    run_function: str
+    stale_after_seconds: float
+    runs: list[PlannedRun]
+
+
+def run_with_submitit(
+    runs: list[PlannedRun], hydra_launcher: dict, root: Path, run_function: str, stale_after_seconds: float, console: Console
+) -> list[tuple[PlannedRun, RunOutcome]]:
+    """Write a manifest, run the Hydra app in multirun mode (it waits for the array jobs), then read the store."""
+    if not runs:
+        return []
+    launch_dir = root / runs[0].scale / runs[0].artifact / LAUNCHES / datetime.now().strftime(f"%Y%m%d-%H%M%S-{os.getpid()}")
+    manifest_path = write_manifest(launch_dir / "manifest.json", Manifest(root, run_function, stale_after_seconds, runs))
+    command = hydra_command(hydra_launcher, launch_dir, manifest_path, len(runs))
+    console.print(f"launching {len(runs)} array jobs through Hydra's submitit launcher; logs in {launch_dir}", soft_wrap=True)
+    returncode = subprocess.run(command, cwd=REPOSITORY_ROOT, env=worker_environment()).returncode
+    return [(run, stored_outcome(run, root, launch_dir, returncode, stale_after_seconds)) for run in runs]
+
+
+def hydra_command(hydra_launcher: dict, launch_dir: Path, manifest_path: Path, count: int) -> list[str]:
+    """``python -m experiments.hydra_worker --multirun hydra/launcher=submitit_* hydra.launcher.*=... +index=range(0,N)``."""
+    launcher_class = hydra_launcher["_target_"].rsplit(".", 1)[-1]
+    parameters = [
+        f"hydra.launcher.{key}={override_value(value, quote_strings=True)}"
+        for key, value in hydra_launcher.items()
+        if key != "_target_"
+    ]
+    return [
+        sys.executable, "-m", "experiments.hydra_worker", "--multirun",
+        f"hydra/launcher={HYDRA_LAUNCHERS[launcher_class]}",
+        *parameters,
+        f"hydra.sweep.dir={override_value(str(launch_dir), quote_strings=True)}",
+        f"+manifest={override_value(str(manifest_path), quote_strings=True)}",
+        f"+index=range(0,{count})",
+    ]  # fmt: skip
+
+
+def worker_environment() -> dict[str, str]:
+    """This environment with the repository first on PYTHONPATH (the jobs import experiments and the run function)."""
+    paths = [str(REPOSITORY_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return os.environ | {"PYTHONPATH": os.pathsep.join(paths)}
+
+
+def stored_outcome(run: PlannedRun, root: Path, launch_dir: Path, returncode: int, stale_after_seconds: float) -> RunOutcome:
+    run_dir = run_directory(run, root)
+    status = run_status(run_dir, stale_after_seconds)
+    if status == "done":
+        return RunOutcome("done", run_dir)
+    if status == "running":
+        return skipped_outcome(run_dir)
+    if status == "failed":
+        failure = read_json(run_dir / ERROR_FILE) or {}
+        message = f"{failure.get('exception_type')}: {failure.get('message')}"
+        return RunOutcome("failed", run_dir, f"{message} ({run_dir / ERROR_FILE})")
+    return RunOutcome(
+        "failed", run_dir, f"its job ended without result.json or error.json (Hydra exit code {returncode}; logs in {launch_dir})"
+    )
+
+
+def write_manifest(path: Path, manifest: Manifest) -> Path:
+    content = {
+        "root": str(manifest.root),
+        "run_function": manifest.run_function,
+        "stale_after_seconds": manifest.stale_after_seconds,
+        "runs": [manifest_entry(run, manifest.root) for run in manifest.runs],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(content, indent=2) + "\n")
+    return path
+
+
+def manifest_entry(run: PlannedRun, root: Path) -> dict:
+    return {
+        "artifact": run.artifact,
+        "scale": run.scale,
+        "run_id": run.run_id,
+        "run_dir": str(run_directory(run, root)),  # for people reading the manifest
+        "cell": run.cell,
+        "overrides": run.overrides,
+        "config": OmegaConf.to_container(run.config),
+    }
+
+
+def read_manifest(path: Path) -> Manifest:
+    content = json.loads(Path(path).read_text())
+    runs = [
+        PlannedRun(
+            entry["artifact"], entry["scale"], entry["cell"], entry["overrides"],
+            config=OmegaConf.create(entry["config"]), run_id=entry["run_id"],
+        )
+        for entry in content["runs"]
+    ]
+    return Manifest(Path(content["root"]), content["run_function"], content["stale_after_seconds"], runs)
+
+
+# --- command line -------------------------------------------------------------------------------------------------
+
+
+def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    from experiments.artifacts import SCALES, known_artifacts
+
+    parser.add_argument("artifact", help=f"the paper artifact, one of {known_artifacts()}")
+    parser.add_argument("--scale", required=True, choices=SCALES, help="smoke (seconds), mini (one CPU), paper (GPU cluster)")
+    parser.add_argument("--launcher", default="local", help=f"one of {group_choices('launcher')} (configs/launcher/)")
+    parser.add_argument("--jobs", type=int, default=None, help="worker processes of the local launcher (default: its config)")
+    parser.add_argument("--dry-run", action="store_true", help="list the runs, their status and a compute estimate; run nothing")
+    parser.add_argument("overrides", nargs="*", metavar="OVERRIDE", help="Hydra overrides for every run, e.g. model.num_blocks=3")
+    parser.add_argument("--run-function", default=DEFAULT_RUN_FUNCTION, help=argparse.SUPPRESS)
+    parser.add_argument("--root", type=Path, default=RUN_STORE, help=argparse.SUPPRESS)
+    parser.add_argument("--claim-timeout", type=float, default=DEFAULT_STALE_AFTER_SECONDS, help=argparse.SUPPRESS)
+    accept_overrides_after_options(parser)
+
+
+def accept_overrides_after_options(parser: argparse.ArgumentParser) -> None:
+    """argparse fills a ``nargs='*'`` positional once, before the first option (``sweep formal-main --scale mini
+    a=1`` leaves ``a=1`` unrecognised); words left over after parsing are overrides too."""
+    parse_known_args = parser.parse_known_args
+
+    def parse_known_args_with_overrides(args=None, namespace=None):
+        namespace, extras = parse_known_args(args, namespace)
+        namespace.overrides = [*namespace.overrides, *(extra for extra in extras if not extra.startswith("-"))]
+        return namespace, [extra for extra in extras if extra.startswith("-")]
+
+    parser.parse_known_args = parse_known_args_with_overrides
+
+
+def sweep_command(arguments: argparse.Namespace) -> int:
+    try:
+        return run_sweep(
+            arguments.artifact,
+            arguments.scale,
+            launcher=arguments.launcher,
+            jobs=arguments.jobs,
+            dry_run=arguments.dry_run,
+            overrides=arguments.overrides,
+            run_function=arguments.run_function,
+            root=arguments.root,
+            stale_after_seconds=arguments.claim_timeout,
+        )
+    except ValueError as error:
+        print(f"xlstm-suite sweep: error: {error}", file=sys.stderr)
+        return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="xlstm-suite sweep", description=__doc__)
+    add_sweep_arguments(parser)
+    return sweep_command(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""One training run: build task data and model from a resolved config, fit with Lightning, evaluate."""
+
+import logging
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import lightning as L
+import torch
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from omegaconf import DictConfig, OmegaConf
+
+from experiments.data import build_datamodule
+from experiments.module import SequenceTaskModule
+from experiments.validation import backbone_options, validate_run_config
+from models import build_backbone
+
+
+class FailAfterSteps(Callback):
+    """Fault injection for testing the sweep runner: raise once ``steps`` training steps are done."""
+
+    def __init__(self, steps: int):
+        self.steps = steps
+
+    def on_train_batch_end(self, trainer, *args):
+        if trainer.global_step >= self.steps:
+            raise RuntimeError(f"debug.fail_after_steps={self.steps}: failing on purpose")
+
+
+def build_backbone_from_config(model: DictConfig) -> torch.nn.Module:
+    return build_backbone(model.name, embedding_dim=model.embedding_dim, num_blocks=model.num_blocks,
+                          **backbone_options(model))
+
+
+def _logger(config: DictConfig, run_dir: Path):
+    from lightning.pytorch import loggers
+
+    if config.trainer.logger == "csv":
+        return loggers.CSVLogger(save_dir=run_dir, name="", version="")
+    if config.trainer.logger == "tensorboard":
+        return loggers.TensorBoardLogger(save_dir=run_dir, name="", version="tensorboard")
+    return loggers.WandbLogger(save_dir=run_dir, name=run_dir.name, config=OmegaConf.to_container(config))
+
+
+def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
+    """Train one run into ``run_dir`` (logs, metrics.csv, checkpoints) and return its final metrics: validation and
+    test metrics of the checkpoint with the best validation scaled accuracy."""
+    validate_run_config(config)
+    run_dir = Path(run_dir)
+    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+    warnings.filterwarnings("ignore", message=".*LeafSpec.*")
+    warnings.filterwarnings("ignore", message=".*exists and is not empty.*")  # config.yaml etc. are written first
+    torch.set_num_threads(config.trainer.num_threads)
+    L.seed_everything(config.seed, workers=True, verbose=False)
+    data = build_datamodule(config.task, config.trainer.batch_size)
+    module = SequenceTaskModule(
+        spec=data.spec,
+        backbone=build_backbone_from_config(config.model),
+        embedding_dim=config.model.embedding_dim,
+        optim=OmegaConf.to_container(config.optim, resolve=True),
+        max_steps=config.trainer.max_steps,
+    )
+    callbacks = []
+    if config.trainer.checkpoint:
+        callbacks.append(ModelCheckpoint(
+            dirpath=run_dir / "checkpoints", monitor="val/scaled_accuracy", mode="max", save_last=True, save_top_k=1,
+        ))
+    if config.debug.fail_after_steps is not None:
+        callbacks.append(FailAfterSteps(config.debug.fail_after_steps))
+    trainer = L.Trainer(
+        max_steps=config.trainer.max_steps,
+        val_check_interval=min(config.trainer.val_every_steps, config.trainer.max_steps),
+        check_val_every_n_epoch=None,
+        gradient_clip_val=config.trainer.gradient_clip_val,
+        precision=config.trainer.precision,
+        accelerator=config.trainer.accelerator,
+        devices=config.trainer.devices,
+        strategy=config.trainer.strategy,
+        logger=_logger(config, run_dir),
+        callbacks=callbacks,
+        default_root_dir=run_dir,
+        enable_checkpointing=bool(config.trainer.checkpoint),
+        enable_model_summary=False,
+        enable_progress_bar=sys.stdout.isatty(),  # interactive `xlstm-suite train`; sweep workers log to a file
+        num_sanity_val_steps=0,
+    )
+    started = time.perf_counter()
+    trainer.fit(module, datamodule=data)
+    checkpoint = "best" if config.trainer.checkpoint else None
+    metrics = {}
+    for evaluate in (trainer.validate, trainer.test):
+        for result in evaluate(module, datamodule=data, ckpt_path=checkpoint, verbose=False):
+            metrics.update({name: float(value) for name, value in result.items()})
+    metrics["train/steps"] = float(trainer.global_step)
+    metrics["train/seconds"] = time.perf_counter() - started
+    return metrics

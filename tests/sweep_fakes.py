@@ -1,0 +1,56 @@
+"""Fake run functions for the sweep runner's tests, used through the same dotted path as experiments.train.
+
+They follow the config: ``+debug.sleep_seconds=S`` sleeps S seconds, ``+debug.fail_model=NAME`` raises for that
+model, ``+debug.exit_model=NAME`` ends the worker process abruptly (as the kernel's out-of-memory killer would). Every start appends a line to ``executions.log`` in the run directory, so tests count how often a run
+was executed.
+"""
+
+import dataclasses
+import os
+import time
+from pathlib import Path
+from typing import Sequence
+
+from omegaconf import DictConfig, OmegaConf
+
+from experiments.artifacts import Artifact, load_artifact
+
+EXECUTIONS = "executions.log"
+RECORD_RUN = "tests.sweep_fakes.record_run"
+THREADS_RUN = "tests.sweep_fakes.threads_run"
+UNBUILT_MODEL = "unbuilt_model"  # neither configs/model/unbuilt_model.yaml nor a registry entry: planned as unavailable
+
+
+def record_run(config: DictConfig, run_dir: Path) -> dict[str, float]:
+    append_line(run_dir / EXECUTIONS, str(os.getpid()))
+    time.sleep(OmegaConf.select(config, "debug.sleep_seconds", default=0.0))
+    if OmegaConf.select(config, "debug.fail_model") == config.model.name:
+        raise RuntimeError(f"injected failure of model {config.model.name}")
+    if OmegaConf.select(config, "debug.exit_model") == config.model.name:
+        os._exit(1)
+    metrics = {"val/scaled_accuracy": 0.5 + 0.1 * config.seed, "test/scaled_accuracy": 0.25}
+    (run_dir / "metrics.csv").write_text("step,val/scaled_accuracy\n" + f"{config.trainer.max_steps},{metrics['val/scaled_accuracy']}\n")
+    return metrics
+
+
+def append_line(path: Path, line: str) -> None:
+    with open(path, "a") as handle:
+        handle.write(line + "\n")
+
+
+def count_lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def threads_run(config: DictConfig, run_dir: Path) -> dict[str, float]:
+    """Reports the torch intra-op threads the worker set from trainer.num_threads."""
+    import torch
+
+    return {"threads": torch.get_num_threads()}
+
+
+def small_artifact(models: Sequence[str], tasks: Sequence[str] = ("parity",), seeds: Sequence[int] = (0,)) -> Artifact:
+    """The fixture artifact with a smaller smoke grid (the sweep runner takes an Artifact as well as a name)."""
+    artifact = load_artifact("sweep-fixture")
+    grid = {"model": list(models), "task": list(tasks), "optim.lr": [1.0e-3], "seed": list(seeds)}
+    return dataclasses.replace(artifact, scales={"smoke": artifact.scales["smoke"] | {"grid": grid}})

@@ -1,0 +1,340 @@
+"""Planning (grid expansion, run ids, bad input), the run store's files, claims, reading the store back
+(frames and the list command)."""
+
+import hashlib
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+from rich.console import Console
+
+from experiments import artifacts, atomic
+from experiments.artifacts import MODEL_NOT_REGISTERED, known_artifacts, load_artifact, run_id_of
+from experiments.claims import CLAIM_FILE, holding, read_claim, release, try_claim
+from experiments.configuration import ConfigError, config_yaml
+from experiments.run_store import run_directory, runs_frame, store_frame
+from experiments.status import list_artifacts
+from experiments.sweep import Manifest, execute_run, hydra_command, load_launcher, read_manifest, write_manifest
+from tests.sweep_fakes import EXECUTIONS, RECORD_RUN, THREADS_RUN, UNBUILT_MODEL, count_lines, small_artifact
+
+FIXTURE = load_artifact("sweep-fixture")
+SMOKE_RUNS = FIXTURE.runs("smoke")
+
+
+# --- planning -----------------------------------------------------------------------------------------------------
+
+
+def test_artifacts_are_the_files_in_configs_paper():
+    assert {"formal-main", "formal-appendix", "sweep-fixture"} <= set(known_artifacts())
+    assert FIXTURE.title.startswith("Formal languages")
+    assert FIXTURE.selection["metric"] == "val/scaled_accuracy"
+
+
+def test_smoke_grid_expands_in_a_stable_order():
+    cells = [(run.cell["model"], run.cell["task"]) for run in SMOKE_RUNS]
+    assert cells == [
+        ("xlstm_0_1", "parity"), ("xlstm_0_1", "even_pairs"),
+        ("xlstm_1_0", "parity"), ("xlstm_1_0", "even_pairs"),
+        ("xlstm_1_1", "parity"), ("xlstm_1_1", "even_pairs"),
+    ]  # fmt: skip
+    assert all(run.cell["optim.lr"] == 1.0e-3 and run.cell["seed"] == 0 for run in SMOKE_RUNS)
+    assert [run.run_id for run in FIXTURE.runs("smoke")] == [run.run_id for run in SMOKE_RUNS]
+
+
+def test_scale_grid_replaces_only_its_keys():
+    mini = FIXTURE.grid_of("mini")
+    assert mini["optim.lr"] == [1.0e-3] and mini["seed"] == [0]
+    assert mini["model"] == FIXTURE.grid["model"] and mini["task"] == FIXTURE.grid["task"]
+    assert list(mini) == list(FIXTURE.grid)
+    assert FIXTURE.grid_of("paper") == FIXTURE.grid
+
+
+def test_overrides_are_cell_then_model_then_artifact_then_scale_then_names_then_user():
+    run = FIXTURE.runs("smoke", ["+debug.sleep_seconds=0"])[0]
+    assert run.overrides == [
+        "model=xlstm_0_1", "task=parity", "optim.lr=0.001", "seed=0",
+        *FIXTURE.model_overrides["xlstm_0_1"], *FIXTURE.overrides, *FIXTURE.scales["smoke"]["overrides"],
+        "artifact=sweep-fixture", "scale=smoke", "+debug.sleep_seconds=0",
+    ]  # fmt: skip
+    assert run.config.trainer.max_steps == 10 and run.config.model.num_blocks == 2
+    assert run.config.artifact == "sweep-fixture" and run.config.scale == "smoke"
+
+
+def test_run_id_hashes_the_resolved_config():
+    run = SMOKE_RUNS[0]
+    assert run.run_id == hashlib.sha256(config_yaml(run.config).encode()).hexdigest()[:12]
+    assert len({run.run_id for run in SMOKE_RUNS}) == len(SMOKE_RUNS)
+    changed = FIXTURE.runs("smoke", ["trainer.max_steps=11"])
+    assert not {run.run_id for run in changed} & {run.run_id for run in SMOKE_RUNS}
+    assert run_id_of(OmegaConf.create({"a": 1, "b": {"c": 2, "d": 3}})) == run_id_of(
+        OmegaConf.create({"b": {"d": 3, "c": 2}, "a": 1})
+    )
+
+
+def test_models_without_config_or_registry_entry_are_planned_as_unavailable(monkeypatch):
+    unbuilt, xlstm = small_artifact([UNBUILT_MODEL, "xlstm_1_0"]).runs("smoke")
+    assert unbuilt.unavailable == MODEL_NOT_REGISTERED and unbuilt.config is None and unbuilt.run_id is None
+    assert xlstm.unavailable is None and xlstm.run_id is not None
+    monkeypatch.setattr(artifacts, "model_is_registered", lambda model: model != "xlstm_1_0")  # a config, no backbone
+    assert small_artifact(["xlstm_1_0"]).runs("smoke")[0].unavailable == MODEL_NOT_REGISTERED
+
+
+@pytest.mark.parametrize(
+    "name, scale, overrides, error, message",
+    [
+        ("formal-nope", "smoke", [], ValueError, "unknown artifact 'formal-nope'; valid choices: ["),
+        ("sweep-fixture", "huge", [], ValueError, "unknown scale 'huge'; valid choices: ['smoke', 'mini', 'paper']"),
+        ("sweep-fixture", "smoke", ["model=nope"], ConfigError, "unknown model 'nope'; valid choices: ["),
+        ("sweep-fixture", "smoke", ["task=nope"], ConfigError, "unknown task 'nope'; valid choices: ["),
+        ("sweep-fixture", "smoke", ["trainer.max_steps"], ConfigError, "malformed override 'trainer.max_steps'"),
+        ("sweep-fixture", "smoke", ["trainer.no_such_key=1"], ConfigError, "trainer.no_such_key"),
+    ],
+)
+def test_bad_input_names_the_value_and_choices(name, scale, overrides, error, message):
+    with pytest.raises(error, match=message.replace("[", r"\[").replace("(", r"\(")):
+        load_artifact(name).runs(scale, overrides)
+
+
+def test_pinning_a_grid_key_that_makes_cells_identical_is_refused():
+    with pytest.raises(ConfigError, match="the same run"):
+        small_artifact(["xlstm_1_0"], seeds=[0, 1]).runs("smoke", ["seed=5"])
+
+
+# --- one run in the store -----------------------------------------------------------------------------------------
+
+
+def test_successful_run_writes_inputs_and_result(tmp_path):
+    run = SMOKE_RUNS[0]
+    outcome = execute_run(run, tmp_path, RECORD_RUN)
+    run_dir = tmp_path / "smoke" / "sweep-fixture" / run.run_id
+    assert outcome.status == "done" and outcome.run_dir == run_dir
+    assert OmegaConf.load(run_dir / "config.yaml") == run.config
+    assert json.loads((run_dir / "cell.json").read_text())["cell"] == run.cell
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["metrics"] == {"val/scaled_accuracy": 0.5, "test/scaled_accuracy": 0.25}
+    assert result["run_id"] == run.run_id and result["cell"] == run.cell and result["hostname"] == socket.gethostname()
+    assert result["duration_seconds"] >= 0 and result["started"] <= result["finished"]
+    assert (run_dir / "metrics.csv").exists()
+    assert not (run_dir / "error.json").exists() and not (run_dir / CLAIM_FILE).exists()
+    assert [path.name for path in run_dir.iterdir() if path.name.startswith(".")] == []
+
+
+def test_failed_run_writes_error_and_no_result(tmp_path):
+    run = small_artifact(["xlstm_1_0"]).runs("smoke", ["+debug.fail_model=xlstm_1_0"])[0]
+    outcome = execute_run(run, tmp_path, RECORD_RUN)
+    run_dir = run_directory(run, tmp_path)
+    assert outcome.status == "failed" and "injected failure of model xlstm_1_0" in outcome.detail
+    error = json.loads((run_dir / "error.json").read_text())
+    assert error["exception_type"] == "RuntimeError" and "injected failure" in error["message"]
+    assert "Traceback (most recent call last)" in error["traceback"] and "record_run" in error["traceback"]
+    assert not (run_dir / "result.json").exists() and not (run_dir / CLAIM_FILE).exists()
+
+
+def test_success_after_failure_removes_the_stale_error(tmp_path):
+    run = SMOKE_RUNS[0]
+    run_dir = run_directory(run, tmp_path)
+    run_dir.mkdir(parents=True)
+    (run_dir / "error.json").write_text("{}")
+    assert execute_run(run, tmp_path, RECORD_RUN).status == "done"
+    assert (run_dir / "result.json").exists() and not (run_dir / "error.json").exists()
+
+
+def test_a_failure_while_writing_the_result_leaves_no_result(tmp_path, monkeypatch):
+    real_replace = os.replace
+
+    def replace_failing_for_results(source, destination):
+        if str(destination).endswith("result.json"):
+            raise OSError("disk full")
+        real_replace(source, destination)
+
+    monkeypatch.setattr(atomic.os, "replace", replace_failing_for_results)
+    run = SMOKE_RUNS[0]
+    outcome = execute_run(run, tmp_path, RECORD_RUN)
+    run_dir = run_directory(run, tmp_path)
+    assert outcome.status == "failed" and "disk full" in outcome.detail
+    assert not (run_dir / "result.json").exists()
+    assert json.loads((run_dir / "error.json").read_text())["message"] == "disk full"
+
+
+def test_done_run_is_neither_claimed_nor_run_again(tmp_path):
+    run = SMOKE_RUNS[0]
+    execute_run(run, tmp_path, RECORD_RUN)
+    assert execute_run(run, tmp_path, RECORD_RUN).status == "already done"
+    run_dir = run_directory(run, tmp_path)
+    assert count_lines(run_dir / EXECUTIONS) == 1
+    assert try_claim(run_dir, run_dir / "result.json") is None
+
+
+def test_run_claimed_by_a_live_worker_is_skipped(tmp_path):
+    run = SMOKE_RUNS[0]
+    run_dir = run_directory(run, tmp_path)
+    claim = try_claim(run_dir, run_dir / "result.json")
+    outcome = execute_run(run, tmp_path, RECORD_RUN)
+    assert outcome.status == "claimed" and f"pid {os.getpid()}" in outcome.detail
+    assert count_lines(run_dir / EXECUTIONS) == 0
+    release(claim)
+
+
+def test_worker_sets_torch_threads_from_the_config(tmp_path):
+    threads_before = torch.get_num_threads()
+    try:
+        run = FIXTURE.runs("smoke", ["trainer.num_threads=1"])[0]
+        execute_run(run, tmp_path, THREADS_RUN)
+    finally:
+        torch.set_num_threads(threads_before)
+    assert json.loads((run_directory(run, tmp_path) / "result.json").read_text())["metrics"] == {"threads": 1.0}
+
+
+# --- claims -------------------------------------------------------------------------------------------------------
+
+
+def write_claim(run_dir, hostname, pid, age_seconds, text=None):
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / CLAIM_FILE
+    holder = {"hostname": hostname, "pid": pid, "token": "old", "started": "then"}
+    path.write_text(json.dumps(holder) if text is None else text)
+    os.utime(path, (time.time() - age_seconds, time.time() - age_seconds))
+
+
+def dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+@pytest.mark.parametrize(
+    "hostname, pid, age_seconds, text, taken",
+    [
+        (socket.gethostname(), os.getpid(), 0, None, False),  # live worker on this host
+        ("elsewhere", 1, 0, None, False),  # another host, fresh heartbeat
+        ("elsewhere", 1, 120, None, True),  # another host, heartbeat older than the timeout
+        (socket.gethostname(), dead_pid(), 0, None, True),  # its process is dead
+        (socket.gethostname(), os.getpid(), 0, "", False),  # unreadable, fresh
+        (socket.gethostname(), os.getpid(), 120, "", True),  # unreadable, old
+    ],
+)
+def test_only_stale_claims_are_taken_over(tmp_path, hostname, pid, age_seconds, text, taken):
+    write_claim(tmp_path, hostname, pid, age_seconds, text)
+    claim = try_claim(tmp_path, tmp_path / "result.json", stale_after_seconds=60)
+    assert (claim is not None) == taken
+    if taken:
+        assert read_claim(tmp_path / CLAIM_FILE).token == claim.token
+        release(claim)
+        assert list(tmp_path.iterdir()) == []  # no drafts, moved claims or takeover markers left
+
+
+def test_of_concurrent_takers_of_a_stale_claim_exactly_one_wins(tmp_path):
+    takers = 4
+    for round_number in range(25):
+        run_dir = tmp_path / str(round_number)
+        write_claim(run_dir, "elsewhere", 1, age_seconds=120)
+        start = threading.Barrier(takers)
+        claims = []
+
+        def take():
+            start.wait()
+            claims.append(try_claim(run_dir, run_dir / "result.json", stale_after_seconds=60))
+
+        threads = [threading.Thread(target=take) for _ in range(takers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        winners = [claim for claim in claims if claim is not None]
+        assert len(winners) == 1
+        assert read_claim(run_dir / CLAIM_FILE).token == winners[0].token
+        release(winners[0])
+        assert list(run_dir.iterdir()) == []
+
+
+def test_heartbeat_keeps_a_claim_live_beyond_the_timeout(tmp_path):
+    claim = try_claim(tmp_path, tmp_path / "result.json", stale_after_seconds=1.0)
+    os.utime(claim.path, (time.time() - 10, time.time() - 10))  # as if it had not beaten for a while
+    with holding(claim, heartbeat_seconds=0.05):
+        deadline = time.time() + 30
+        while read_claim(claim.path).age_seconds > 1.0 and time.time() < deadline:
+            time.sleep(0.05)
+        assert read_claim(claim.path).age_seconds <= 1.0
+    assert not claim.path.exists()
+
+
+def test_release_leaves_a_claim_that_was_taken_over(tmp_path):
+    first = try_claim(tmp_path, tmp_path / "result.json")
+    os.utime(first.path, (time.time() - 120, time.time() - 120))
+    second = try_claim(tmp_path, tmp_path / "result.json", stale_after_seconds=60)
+    assert second is not None
+    release(first)
+    assert read_claim(second.path).token == second.token
+
+
+# --- reading the store back ---------------------------------------------------------------------------------------
+
+
+def test_store_reads_back_as_a_frame(tmp_path):
+    runs = small_artifact([UNBUILT_MODEL, "xlstm_0_1", "xlstm_1_0"]).runs("smoke", ["+debug.fail_model=xlstm_1_0"])
+    for run in runs[1:]:
+        execute_run(run, tmp_path, RECORD_RUN)
+    planned = runs_frame(runs, tmp_path)
+    assert list(planned["status"]) == ["unavailable", "done", "failed"]
+    assert list(planned["model"]) == [UNBUILT_MODEL, "xlstm_0_1", "xlstm_1_0"]
+    assert planned.loc[0, "reason"] == MODEL_NOT_REGISTERED
+    assert planned.loc[1, "test/scaled_accuracy"] == 0.25 and planned.loc[1, "optim.lr"] == 1.0e-3
+    assert "injected failure" in planned.loc[2, "error"]
+    stored = store_frame(tmp_path, scale="smoke", artifact="sweep-fixture")
+    assert sorted(stored["run_id"]) == sorted(run.run_id for run in runs[1:])
+    assert set(stored["status"]) == {"done", "failed"}
+    assert store_frame(tmp_path / "empty").empty
+
+
+def test_list_counts_runs_per_artifact_and_scale(tmp_path):
+    for run in SMOKE_RUNS[:3]:
+        execute_run(run, tmp_path, RECORD_RUN)
+    failed_dir, running_dir = run_directory(SMOKE_RUNS[3], tmp_path), run_directory(SMOKE_RUNS[4], tmp_path)
+    failed_dir.mkdir(parents=True)
+    (failed_dir / "error.json").write_text(json.dumps({"exception_type": "RuntimeError", "message": "boom"}))
+    claim = try_claim(running_dir, running_dir / "result.json")
+    console = Console(file=io.StringIO(), width=200)
+    console.print(list_artifacts(tmp_path, ["sweep-fixture"], ["smoke"]))
+    release(claim)
+    header, row = [line.split() for line in console.file.getvalue().splitlines() if "artifact" in line or "smoke" in line]
+    assert dict(zip(header, row)) == {
+        "artifact": "sweep-fixture", "scale": "smoke", "runs": "6", "done": "3", "failed": "1", "running": "1",
+        "missing": "3", "n/a": "0", "other": "0",
+    }  # fmt: skip
+
+
+def test_missing_and_running_runs(tmp_path):
+    run = SMOKE_RUNS[0]
+    assert list(runs_frame([run], tmp_path)["status"]) == ["missing"]
+    run_dir = run_directory(run, tmp_path)
+    claim = try_claim(run_dir, run_dir / "result.json")
+    assert list(runs_frame([run], tmp_path)["status"]) == ["running"]
+    release(claim)
+
+
+# --- the submitit launch --------------------------------------------------------------------------------------------
+
+
+def test_manifest_round_trip_keeps_the_run_ids(tmp_path):
+    manifest = Manifest(tmp_path, RECORD_RUN, 12.0, SMOKE_RUNS)
+    read = read_manifest(write_manifest(tmp_path / "manifest.json", manifest))
+    assert [run_id_of(run.config) for run in read.runs] == [run.run_id for run in SMOKE_RUNS]
+    assert [run.cell for run in read.runs] == [run.cell for run in SMOKE_RUNS]
+    assert (read.root, read.run_function, read.stale_after_seconds) == (tmp_path, RECORD_RUN, 12.0)
+
+
+def test_hydra_command_selects_the_submitit_launcher_and_its_parameters(tmp_path):
+    command = hydra_command(load_launcher("slurm")["hydra_launcher"], tmp_path, tmp_path / "manifest.json", 3)
+    assert command[1:5] == ["-m", "experiments.hydra_worker", "--multirun", "hydra/launcher=submitit_slurm"]
+    assert "hydra.launcher.submitit_folder='${hydra.sweep.dir}/.submitit/%j'" in command
+    assert "hydra.launcher.gpus_per_node=1" in command and "hydra.launcher.partition=null" in command
+    assert command[-3:] == [f"hydra.sweep.dir='{tmp_path}'", f"+manifest='{tmp_path}/manifest.json'", "+index=range(0,3)"]
+    assert not any("_target_" in part for part in command)
