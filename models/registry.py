@@ -10,13 +10,16 @@ from typing import Callable
 from torch import nn
 
 import models.lstm
+import models.mamba
+import models.rwkv4
+from models import linear_rnn
 from models import transformers as transformer_models
 from models.language_model import LanguageModel
 from models.xlstm import RATIOS, SIZES, XLSTMLanguageModel, XLSTMStack, XLSTMStackConfig
 from models.xlstm.presets import GPT2_VOCAB_PADDED, language_model_config, stack_config
 
 # Baseline families: modules with BACKBONES, LANGUAGE_MODEL_PRESETS, TIED_EMBEDDINGS.
-FAMILIES = [models.lstm, transformer_models]
+FAMILIES = [models.lstm, transformer_models, linear_rnn, models.mamba, models.rwkv4]
 
 
 def _xlstm_backbone(ratio: str) -> Callable[..., nn.Module]:
