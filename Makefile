@@ -3,7 +3,12 @@ VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: params test test-slow bench clean
+ARTIFACT ?= formal-main
+SCALE ?= smoke
+JOBS ?= 2
+LAUNCHER ?= local
+
+.PHONY: reproduce params test test-slow bench clean
 
 $(INSTALLED): pyproject.toml
 	python3 -m venv $(VENV)
@@ -11,6 +16,11 @@ $(INSTALLED): pyproject.toml
 	$(PYTHON) -m pip install --quiet torch==2.13.0
 	$(PYTHON) -m pip install --quiet -e ".[test]"
 	touch $(INSTALLED)
+
+# The sweep behind a paper artifact, then its report (tables and figures under results/reports/$(SCALE)/).
+reproduce: $(INSTALLED)
+	$(VENV)/bin/xlstm-suite sweep $(ARTIFACT) --scale $(SCALE) --jobs $(JOBS) --launcher $(LAUNCHER)
+	$(VENV)/bin/xlstm-suite report $(ARTIFACT) --scale $(SCALE)
 
 params: $(INSTALLED)
 	$(VENV)/bin/xlstm-suite params

@@ -1,5 +1,7 @@
 """`xlstm-suite report`: apply an artifact's selection rule to its finished runs; write .md, .csv, .png, .pdf."""
 
+import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -16,9 +18,9 @@ from experiments.selection import select_cells
 MISSING, NOT_AVAILABLE = "missing", "n/a"
 
 
-def run_table(artifact: Artifact, scale: str, root: Path) -> pd.DataFrame:
+def run_table(artifact: Artifact, scale: str, root: Path, extra_overrides: Sequence[str] = ()) -> pd.DataFrame:
     """One row per planned run: its cell keys, status, the reason a model is not available, and its metrics."""
-    runs = runs_frame(artifact.runs(scale), root)
+    runs = runs_frame(artifact.runs(scale, extra_overrides), root)
     runs["unavailable"] = runs["reason"].where(runs["status"] == "unavailable")
     return runs
 
@@ -83,8 +85,11 @@ def heatmap(artifact: Artifact, table: pd.DataFrame, scale: str):
     return grouped_heatmap(values, notes, groups, title, colorbar_label="scaled accuracy")
 
 
-def markdown(artifact: Artifact, table: pd.DataFrame, scale: str, figure_name: str | None) -> str:
+def markdown(artifact: Artifact, table: pd.DataFrame, scale: str, figure_name: str | None,
+             extra_overrides: Sequence[str]) -> str:
     lines = [f"# {artifact.name} ({scale} scale)", "", artifact.title, ""]
+    if extra_overrides:
+        lines += [f"Runs with the overrides `{' '.join(extra_overrides)}`.", ""]
     selection = artifact.selection
     lines.append(
         f"Selection: per cell, the {', '.join(selection.get('choose', [])) or 'run'} with the best "
@@ -101,10 +106,17 @@ def markdown(artifact: Artifact, table: pd.DataFrame, scale: str, figure_name: s
     return "\n".join(lines) + "\n"
 
 
-def write_report(name: str, scale: str, root: Path, destination: Path) -> list[Path]:
+def report_stem(name: str, extra_overrides: Sequence[str]) -> str:
+    """The report's file name: the artifact's, plus a hash of the overrides for an ablation of it."""
+    if not extra_overrides:
+        return name
+    return f"{name}-{hashlib.sha256(' '.join(extra_overrides).encode()).hexdigest()[:8]}"
+
+
+def write_report(name: str, scale: str, root: Path, destination: Path, extra_overrides: Sequence[str] = ()) -> list[Path]:
     artifact = load_artifact(name)
-    table = cell_table(artifact, run_table(artifact, scale, root))
-    stem = destination / scale / name
+    table = cell_table(artifact, run_table(artifact, scale, root, extra_overrides))
+    stem = destination / scale / report_stem(name, extra_overrides)
     stem.parent.mkdir(parents=True, exist_ok=True)
     written = []
     figure_name = None
@@ -113,7 +125,7 @@ def write_report(name: str, scale: str, root: Path, destination: Path) -> list[P
         figure_name = stem.with_suffix(".png").name
     csv_path, md_path = stem.with_suffix(".csv"), stem.with_suffix(".md")
     write_text_atomic(csv_path, table.to_csv(index=False))
-    write_text_atomic(md_path, markdown(artifact, table, scale, figure_name))
+    write_text_atomic(md_path, markdown(artifact, table, scale, figure_name, extra_overrides))
     return [md_path, csv_path, *written]
 
 
@@ -127,7 +139,7 @@ def report_command(arguments) -> int:
     root = Path(arguments.root) if arguments.root else RESULTS / "runs"
     destination = Path(arguments.destination) if arguments.destination else REPORTS
     for name in names:
-        for path in write_report(name, arguments.scale, root, destination):
+        for path in write_report(name, arguments.scale, root, destination, arguments.overrides):
             console.print(f"wrote {path}")
     return 0
 
@@ -137,3 +149,4 @@ def add_report_arguments(parser) -> None:
     parser.add_argument("--scale", default="paper", help=f"one of {list(SCALES)} (default: paper)")
     parser.add_argument("--root", default=None, help="run store (default: results/runs)")
     parser.add_argument("--destination", default=None, help="report folder (default: results/reports)")
+    parser.add_argument("overrides", nargs="*", help="the Hydra overrides the sweep ran with (an ablation)")

@@ -1,0 +1,67 @@
+"""A real (tiny) sweep through training and the report, and config errors caught before anything is written."""
+
+import time
+
+import pandas as pd
+import pytest
+
+from experiments.artifacts import load_artifact
+from experiments.configuration import ConfigError, compose_run_config
+from experiments.report import write_report
+from experiments.sweep import run_sweep
+from experiments.train import run_training
+from tests.sweep_fakes import small_artifact
+
+TINY = ["trainer.max_steps=4", "trainer.batch_size=4", "trainer.val_every_steps=2", "model.embedding_dim=16",
+        "task.val_samples=8", "task.test_samples=8", "task.eval_max_length=48", "trainer.num_threads=1"]
+
+
+def test_sweep_trains_records_and_reports(tmp_path):
+    artifact = small_artifact(["xlstm_0_1", "xlstm_1_0"], tasks=["parity"])
+    runs, reports = tmp_path / "runs", tmp_path / "reports"
+    assert run_sweep(artifact, "smoke", jobs=1, overrides=TINY, root=runs) == 0
+    results = sorted(runs.glob("smoke/sweep-fixture/*/result.json"))
+    assert len(results) == 2
+    for result in results:
+        run_dir = result.parent
+        assert (run_dir / "config.yaml").exists() and (run_dir / "metrics.csv").exists()
+        assert "val/scaled_accuracy" in pd.read_csv(run_dir / "metrics.csv").columns
+    # the report plans the fixture's full smoke grid: the two runs done, the other cells marked missing
+    written = write_report("sweep-fixture", "smoke", runs, reports, extra_overrides=TINY)
+    assert {path.suffix for path in written} == {".md", ".csv", ".png", ".pdf"}
+    stem = written[0].stem
+    assert stem.startswith("sweep-fixture-")  # an ablation's report does not overwrite the artifact's
+    table = pd.read_csv(reports / "smoke" / f"{stem}.csv")
+    assert list(table.columns) == ["model", "task", "metric", "ours", "paper", "runs", "note"]
+    done = table[table["runs"] > 0]
+    assert sorted(done["model"]) == ["xlstm_0_1", "xlstm_1_0"] and (done["task"] == "parity").all()
+    missing = table[table["runs"] == 0]
+    assert len(missing) == 4 and missing["ours"].isna().all()
+    assert missing["note"].str.contains("1 of 1 runs missing").all()
+    assert f"![sweep-fixture]({stem}.png)" in (reports / "smoke" / f"{stem}.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("+model.options.mlstm.num_heads=5", "mlstm.num_heads=5"),
+        ("model.embedding_dim=30", "divisible by slstm.num_heads=4"),
+        ("task.eval_min_length=1", "eval_min_length=1"),
+        ("optim.lrr=1", "optim.lrr"),
+    ],
+)
+def test_inconsistent_configs_fail_fast_and_write_nothing(tmp_path, override, message):
+    started = time.perf_counter()
+    with pytest.raises(ConfigError, match=message):
+        run_sweep(load_artifact("sweep-fixture"), "smoke", overrides=[override], root=tmp_path)
+    print(f"rejected in {time.perf_counter() - started:.2f} s")
+    assert not any(tmp_path.iterdir())
+
+
+def test_tensorboard_logger_is_selectable(tmp_path):
+    pytest.importorskip("tensorboard")
+    config = compose_run_config(["model=xlstm_1_0", "task=parity", "trainer.logger=tensorboard", "trainer.checkpoint=false",
+                                 *TINY])
+    metrics = run_training(config, tmp_path)
+    assert 0 <= metrics["test/accuracy"] <= 1
+    assert list(tmp_path.rglob("events.out.tfevents.*"))
