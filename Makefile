@@ -33,6 +33,7 @@ test-slow: $(INSTALLED)
 
 bench: $(INSTALLED)
 	$(PYTHON) -m benchmarks.run
+	$(PYTHON) -m benchmarks.throughput
 
 clean:
 	rm -rf $(VENV) .pytest_cache
