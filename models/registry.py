@@ -12,6 +12,8 @@ from torch import nn
 import models.lstm
 import models.mamba
 import models.rwkv4
+import models.rwkv5
+import models.ssm_conv
 from models import linear_rnn
 from models import transformers as transformer_models
 from models.language_model import LanguageModel
@@ -19,7 +21,9 @@ from models.xlstm import RATIOS, SIZES, XLSTMLanguageModel, XLSTMStack, XLSTMSta
 from models.xlstm.presets import GPT2_VOCAB_PADDED, language_model_config, stack_config
 
 # Baseline families: modules with BACKBONES, LANGUAGE_MODEL_PRESETS, TIED_EMBEDDINGS.
-FAMILIES = [models.lstm, transformer_models, linear_rnn, models.mamba, models.rwkv4]
+FAMILIES = [
+    models.lstm, transformer_models, linear_rnn, models.mamba, models.rwkv4, models.rwkv5, models.ssm_conv,
+]
 
 
 def _xlstm_backbone(ratio: str) -> Callable[..., nn.Module]:
