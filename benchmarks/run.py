@@ -104,7 +104,7 @@ def training_step_rows(repeats):
         official.reset_parameters()
         ours = from_official(official)
         assert isinstance(ours, XLSTMLanguageModel)
-        steps = {name: _training_step(model, tokens) for name, model in (("ours", ours), ("official", official))}
+        steps = {name: training_step(model, tokens) for name, model in (("ours", ours), ("official", official))}
         times = interleaved_medians(steps, repeats)
         row = _row(f"training step {ratio}", f"B={B} S={S} E={E} 2 blocks", times)
         row["ours tokens/s"] = round(B * S / times["ours"])
@@ -113,7 +113,7 @@ def training_step_rows(repeats):
     return rows
 
 
-def _training_step(model, tokens):
+def training_step(model, tokens):
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
 
     def run():

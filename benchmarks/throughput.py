@@ -13,6 +13,7 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.run import training_step
 from benchmarks.timing import interleaved_medians
 from experiments.atomic import write_text_atomic
 from experiments.display import model_name
@@ -24,19 +25,9 @@ EMBEDDING, BLOCKS, CONTEXT, BATCH, VOCAB = 128, 2, 256, 16, 8192
 REFERENCE = "xlstm_1_0"
 
 
-def training_step(name: str, tokens: torch.Tensor):
+def language_model(name: str) -> LanguageModel:
     torch.manual_seed(0)
-    model = LanguageModel(build_backbone(name, embedding_dim=EMBEDDING, num_blocks=BLOCKS), VOCAB, EMBEDDING)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-
-    def run():
-        logits = model(tokens[:, :-1])
-        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-
-    return run
+    return LanguageModel(build_backbone(name, embedding_dim=EMBEDDING, num_blocks=BLOCKS), VOCAB, EMBEDDING)
 
 
 def main(argv=None) -> int:
@@ -49,7 +40,8 @@ def main(argv=None) -> int:
         parser.error(f"unknown models {unknown}; valid choices: {known_backbones()}")
     names = sorted(set(arguments.models) | {REFERENCE})
     tokens = torch.randint(0, VOCAB, (BATCH, CONTEXT + 1), generator=torch.Generator().manual_seed(0))
-    seconds = interleaved_medians({name: training_step(name, tokens) for name in names}, arguments.repeats)
+    steps = {name: training_step(language_model(name), tokens) for name in names}
+    seconds = interleaved_medians(steps, arguments.repeats)
     rows = [{
         "model": model_name(name),
         "ms per step": round(seconds[name] * 1e3, 1),

@@ -13,8 +13,9 @@ import math
 from typing import Any, Iterable
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+
+from models.transformers.gpt import GeLUMLP
 
 
 def make_config(config_class: type, owner: str, options: dict) -> Any:
@@ -36,19 +37,6 @@ def check_positive(owner: str, config: Any, names: Iterable[str]) -> None:
 def check_choice(owner: str, name: str, value: Any, choices: Iterable) -> None:
     if value not in choices:
         raise ValueError(f"{owner}.{name}={value!r} is not valid; valid choices: {list(choices)}")
-
-
-class GeLUMLP(nn.Module):
-    """down(gelu_tanh(up(x))) with biases."""
-
-    def __init__(self, embedding_dim: int, hidden_dim: int):
-        super().__init__()
-        self.up_proj = nn.Linear(embedding_dim, hidden_dim)
-        self.down_proj = nn.Linear(hidden_dim, embedding_dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """(..., D) -> (..., D)"""
-        return self.down_proj(F.gelu(self.up_proj(x), approximate="tanh"))
 
 
 class ResidualBlock(nn.Module):
