@@ -46,7 +46,8 @@ class Artifact:
     selection: dict
     report: dict
     scales: dict[str, dict]
-    model_overrides: dict[str, list[str]]  # model -> overrides for its runs only (e.g. sLSTM options)
+    # grid key -> value -> overrides for those cells only, e.g. {"model": {"xlstm_0_1": [sLSTM options]}}
+    cell_overrides: dict[str, dict[str, list[str]]]
 
     def grid_of(self, scale: str) -> dict[str, list]:
         """The base grid with the keys the scale's grid replaces (new keys go last)."""
@@ -57,16 +58,31 @@ class Artifact:
         check_scale(scale)
         return list(self.scales.get(scale, {}).get("overrides", []))
 
+    def cell_overrides_of(self, cell: dict[str, Any], table: dict[str, dict[str, list[str]]]) -> list[str]:
+        """The overrides a cell_overrides table holds for this cell's grid values."""
+        return [override for key, value in cell.items() for override in (table.get(key) or {}).get(value, [])]
+
     def runs(self, scale: str, extra_overrides: Sequence[str] = ()) -> list[PlannedRun]:
-        """Every cell of the scale's grid in a stable order, available ones composed (ConfigError on bad input)."""
+        """Every cell of the scale's grid in a stable order, available ones composed (ConfigError on bad input).
+
+        Overrides, later ones winning: the cell's grid values, the artifact's cell overrides, the artifact's
+        overrides, the scale's overrides, the scale's cell overrides, artifact and scale names, the user's."""
         grid = self.grid_of(scale)
-        shared = [*self.overrides, *self.overrides_of(scale), f"artifact={self.name}", f"scale={scale}", *extra_overrides]
+        scale_cell_overrides = self.scales.get(scale, {}).get("cell_overrides") or {}
+        names = [f"artifact={self.name}", f"scale={scale}"]
         runs = []
         for values in itertools.product(*grid.values()):
             cell = dict(zip(grid, values))
-            cell_overrides = [f"{key}={override_value(value)}" for key, value in cell.items()]
-            model_specific = self.model_overrides.get(cell.get("model"), [])
-            runs.append(plan_run(self.name, scale, cell, cell_overrides + model_specific + shared))
+            overrides = [
+                *(f"{key}={override_value(value)}" for key, value in cell.items()),
+                *self.cell_overrides_of(cell, self.cell_overrides),
+                *self.overrides,
+                *self.overrides_of(scale),
+                *self.cell_overrides_of(cell, scale_cell_overrides),
+                *names,
+                *extra_overrides,
+            ]
+            runs.append(plan_run(self.name, scale, cell, overrides))
         check_distinct(runs, extra_overrides)
         return runs
 
@@ -103,7 +119,7 @@ def artifact_from_yaml(path: Path) -> Artifact:
         selection=content.get("selection") or {},
         report=content.get("report") or {},
         scales={scale: settings or {} for scale, settings in (content.get("scales") or {}).items()},
-        model_overrides=content.get("model_overrides") or {},
+        cell_overrides=content.get("cell_overrides") or {},
     )
 
 

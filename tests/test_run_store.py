@@ -61,7 +61,7 @@ def test_overrides_are_cell_then_model_then_artifact_then_scale_then_names_then_
     run = FIXTURE.runs("smoke", ["+debug.sleep_seconds=0"])[0]
     assert run.overrides == [
         "model=xlstm_0_1", "task=parity", "optim.lr=0.001", "seed=0",
-        *FIXTURE.model_overrides["xlstm_0_1"], *FIXTURE.overrides, *FIXTURE.scales["smoke"]["overrides"],
+        *FIXTURE.cell_overrides["model"]["xlstm_0_1"], *FIXTURE.overrides, *FIXTURE.scales["smoke"]["overrides"],
         "artifact=sweep-fixture", "scale=smoke", "+debug.sleep_seconds=0",
     ]  # fmt: skip
     assert run.config.trainer.max_steps == 10 and run.config.model.num_blocks == 2
