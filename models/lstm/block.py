@@ -4,6 +4,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from models.block_stack import BlockStack
 from models.lstm.config import LSTMBlockConfig
 from models.lstm.residual import ResidualLSTMBlock
 from models.lstm.vanilla import LSTMState
@@ -59,27 +60,10 @@ class LSTMTransformerBlock(nn.Module):
         return x_t + self.ffn(self.ffn_norm(x_t)), state
 
 
-class LSTMBlockStack(nn.Module):
+class LSTMBlockStack(BlockStack):
     """(B, S, D) -> (B, S, D): ``num_blocks`` LSTM Transformer blocks (as many LSTMs and MLPs), then a LayerNorm."""
 
     def __init__(self, config: LSTMBlockConfig):
-        super().__init__()
+        blocks = (LSTMTransformerBlock(config) for _ in range(config.num_blocks))
+        super().__init__(blocks, nn.LayerNorm(config.embedding_dim, eps=config.norm_eps, bias=config.norm_bias))
         self.config = config
-        self.blocks = nn.ModuleList(LSTMTransformerBlock(config) for _ in range(config.num_blocks))
-        self.post_blocks_norm = nn.LayerNorm(config.embedding_dim, eps=config.norm_eps, bias=config.norm_bias)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for block in self.blocks:
-            x = block(x)
-        return self.post_blocks_norm(x)
-
-    def init_state(self, batch: int) -> list[LSTMState]:
-        return [block.init_state(batch) for block in self.blocks]
-
-    def step(self, x_t: torch.Tensor, state: list[LSTMState]) -> tuple[torch.Tensor, list[LSTMState]]:
-        """x_t (B, D) -> (B, D); the state holds (h, c) of each block's LSTM."""
-        new_state = []
-        for block, block_state in zip(self.blocks, state):
-            x_t, block_state = block.step(x_t, block_state)
-            new_state.append(block_state)
-        return self.post_blocks_norm(x_t), new_state

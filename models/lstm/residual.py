@@ -3,6 +3,7 @@
 import torch
 from torch import nn
 
+from models.block_stack import BlockStack
 from models.lstm.config import ResidualLSTMConfig
 from models.lstm.vanilla import LSTMState
 
@@ -30,29 +31,10 @@ class ResidualLSTMBlock(nn.Module):
         return x_t + y.squeeze(1), state
 
 
-class ResidualLSTM(nn.Module):
+class ResidualLSTM(BlockStack):
     """(B, S, D) -> (B, S, D): ``num_blocks`` residual LSTM blocks, then a final LayerNorm."""
 
     def __init__(self, config: ResidualLSTMConfig):
-        super().__init__()
+        blocks = (ResidualLSTMBlock(config.embedding_dim, config.norm_bias, config.norm_eps) for _ in range(config.num_blocks))
+        super().__init__(blocks, nn.LayerNorm(config.embedding_dim, eps=config.norm_eps, bias=config.norm_bias))
         self.config = config
-        self.blocks = nn.ModuleList(
-            ResidualLSTMBlock(config.embedding_dim, config.norm_bias, config.norm_eps) for _ in range(config.num_blocks)
-        )
-        self.post_blocks_norm = nn.LayerNorm(config.embedding_dim, eps=config.norm_eps, bias=config.norm_bias)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for block in self.blocks:
-            x = block(x)
-        return self.post_blocks_norm(x)
-
-    def init_state(self, batch: int) -> list[LSTMState]:
-        return [block.init_state(batch) for block in self.blocks]
-
-    def step(self, x_t: torch.Tensor, state: list[LSTMState]) -> tuple[torch.Tensor, list[LSTMState]]:
-        """x_t (B, D) -> (B, D); the state holds (h, c) of each block."""
-        new_state = []
-        for block, block_state in zip(self.blocks, state):
-            x_t, block_state = block.step(x_t, block_state)
-            new_state.append(block_state)
-        return self.post_blocks_norm(x_t), new_state

@@ -5,6 +5,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from models.block_stack import BlockStack
 from models.xlstm.components import LayerNorm
 from models.xlstm.config import XLSTMStackConfig
 from models.xlstm.feedforward import GatedFeedForward
@@ -47,27 +48,10 @@ class XLSTMBlock(nn.Module):
         return x_t, state
 
 
-class XLSTMStack(nn.Module):
+class XLSTMStack(BlockStack):
     """The xLSTM backbone: (B, S, D) -> (B, S, D), with a final LayerNorm after the blocks."""
 
     def __init__(self, config: XLSTMStackConfig):
-        super().__init__()
+        post_blocks_norm = LayerNorm(config.embedding_dim) if config.add_post_blocks_norm else nn.Identity()
+        super().__init__((XLSTMBlock(config, index) for index in range(config.num_blocks)), post_blocks_norm)
         self.config = config
-        self.blocks = nn.ModuleList(XLSTMBlock(config, index) for index in range(config.num_blocks))
-        self.post_blocks_norm = LayerNorm(config.embedding_dim) if config.add_post_blocks_norm else nn.Identity()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for block in self.blocks:
-            x = block(x)
-        return self.post_blocks_norm(x)
-
-    def init_state(self, batch: int) -> list[Any]:
-        return [block.init_state(batch) for block in self.blocks]
-
-    def step(self, x_t: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:
-        """x_t (B, D) -> (B, D); the state holds one entry per block."""
-        new_state = []
-        for block, block_state in zip(self.blocks, state):
-            x_t, block_state = block.step(x_t, block_state)
-            new_state.append(block_state)
-        return self.post_blocks_norm(x_t), new_state

@@ -1,0 +1,32 @@
+"""A residual stack: blocks, then a final norm; ``init_state``/``step`` thread one state per block."""
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch import nn
+
+
+class BlockStack(nn.Module):
+    """(B, S, D) -> (B, S, D). Each block brings forward, init_state(batch) and step(x_t, state)."""
+
+    def __init__(self, blocks: Iterable[nn.Module], post_blocks_norm: nn.Module):
+        super().__init__()
+        self.blocks = nn.ModuleList(blocks)
+        self.post_blocks_norm = post_blocks_norm
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return self.post_blocks_norm(x)
+
+    def init_state(self, batch: int) -> list[Any]:
+        return [block.init_state(batch) for block in self.blocks]
+
+    def step(self, x_t: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:
+        """x_t (B, D) -> (B, D); the state holds one entry per block."""
+        new_state = []
+        for block, block_state in zip(self.blocks, state):
+            x_t, block_state = block.step(x_t, block_state)
+            new_state.append(block_state)
+        return self.post_blocks_norm(x_t), new_state
