@@ -1,6 +1,8 @@
 """Checks of a composed run config that need no compute: they run while a sweep is planned, before anything is
 written to the run store."""
 
+import functools
+
 import torch
 from omegaconf import DictConfig, OmegaConf
 
@@ -31,17 +33,29 @@ def _check_task(task: DictConfig) -> None:
 
 
 def validate_run_config(config: DictConfig) -> None:
-    """Model (built on the meta device: no memory), task and trainer settings; ConfigError names the bad value."""
-    if config.model.name not in known_backbones():
-        raise ConfigError(f"unknown model {config.model.name!r}; valid choices: {known_backbones()}")
-    if config.trainer.logger not in LOGGERS:
-        raise ConfigError(f"unknown trainer.logger {config.trainer.logger!r}; valid choices: {list(LOGGERS)}")
+    """Model (built on the meta device: no memory), task and trainer settings; ConfigError names the bad value.
+
+    Runs of a sweep differ mostly in learning rate and seed: each (model, task, logger) is checked once."""
+    parts = (config.model, config.task, config.trainer.logger)
+    _validate(*(OmegaConf.to_yaml(part) if isinstance(part, DictConfig) else part for part in parts))
+
+
+@functools.lru_cache(maxsize=4096)
+def _validate(model_yaml: str, task_yaml: str, logger: str) -> None:
+    _validate_parts(OmegaConf.create(model_yaml), OmegaConf.create(task_yaml), logger)
+
+
+def _validate_parts(model: DictConfig, task: DictConfig, logger: str) -> None:
+    if model.name not in known_backbones():
+        raise ConfigError(f"unknown model {model.name!r}; valid choices: {known_backbones()}")
+    if logger not in LOGGERS:
+        raise ConfigError(f"unknown trainer.logger {logger!r}; valid choices: {list(LOGGERS)}")
     try:
         with torch.device("meta"):
-            build_backbone(config.model.name, embedding_dim=config.model.embedding_dim,
-                           num_blocks=config.model.num_blocks, **backbone_options(config.model))
-        _check_task(config.task)
+            build_backbone(model.name, embedding_dim=model.embedding_dim, num_blocks=model.num_blocks,
+                           **backbone_options(model))
+        _check_task(task)
     except ConfigError:
         raise
     except (ValueError, TypeError) as error:
-        raise ConfigError(f"{config.model.name} / {config.task.name}: {error}") from None
+        raise ConfigError(f"{model.name} / {task.name}: {error}") from None
