@@ -6,8 +6,16 @@ import sys
 from experiments.configuration import ConfigError
 
 
+def _add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """Here rather than in experiments.report: parsing must not import pandas and matplotlib."""
+    parser.add_argument("artifact", help="a paper artifact (see `xlstm-suite list`) or 'all'")
+    parser.add_argument("--scale", default="paper", help="smoke, mini or paper (default: paper)")
+    parser.add_argument("--root", default=None, help="run store (default: results/runs)")
+    parser.add_argument("--destination", default=None, help="report folder (default: results/reports)")
+    parser.add_argument("overrides", nargs="*", help="the Hydra overrides the sweep ran with (an ablation)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    from experiments.report import add_report_arguments
     from experiments.status import add_list_arguments
     from experiments.sweep import add_sweep_arguments
 
@@ -18,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("overrides", nargs="*", help="Hydra overrides (key=value)")
     add_sweep_arguments(commands.add_parser("sweep", help="run the sweep behind a paper artifact"))
     add_list_arguments(commands.add_parser("list", help="every artifact and, per scale, runs done / failed / missing"))
-    add_report_arguments(commands.add_parser("report", help="tables and figures of an artifact from finished runs"))
+    _add_report_arguments(commands.add_parser("report", help="tables and figures of an artifact from finished runs"))
     return parser
 
 

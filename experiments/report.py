@@ -142,11 +142,3 @@ def report_command(arguments) -> int:
         for path in write_report(name, arguments.scale, root, destination, arguments.overrides):
             console.print(f"wrote {path}")
     return 0
-
-
-def add_report_arguments(parser) -> None:
-    parser.add_argument("artifact", help="a paper artifact (see `xlstm-suite list`) or 'all'")
-    parser.add_argument("--scale", default="paper", help=f"one of {list(SCALES)} (default: paper)")
-    parser.add_argument("--root", default=None, help="run store (default: results/runs)")
-    parser.add_argument("--destination", default=None, help="report folder (default: results/reports)")
-    parser.add_argument("overrides", nargs="*", help="the Hydra overrides the sweep ran with (an ablation)")
