@@ -49,6 +49,11 @@ def main(argv: list[str] | None = None) -> int:
             from experiments.status import list_command
 
             return list_command(arguments)
+        from experiments.artifacts import check_scale, load_artifact
+
+        check_scale(arguments.scale)  # bad names fail before pandas and matplotlib are imported
+        if arguments.artifact != "all":
+            load_artifact(arguments.artifact)
         from experiments.report import report_command
 
         return report_command(arguments)
