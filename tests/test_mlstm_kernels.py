@@ -2,13 +2,11 @@
 stay finite, gradient-correct and linear in memory where they should."""
 
 import math
-import weakref
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
 
+from benchmarks.memory import LiveTensorBytes
 from kernels import backends
 from kernels.mlstm import MLSTMState, chunkwise, parallel, recurrent, step
 
@@ -276,42 +274,6 @@ def test_bfloat16_autocast_is_finite(form):
 
 
 # 7. chunkwise memory is linear in S ---------------------------------------------------------------
-
-class LiveTensorBytes(TorchDispatchMode):
-    """Tracks bytes of tensor storages created inside the mode and still alive: peak and largest."""
-
-    def __init__(self):
-        super().__init__()
-        self.holders = {}  # storage address -> [live tensors on it, bytes]
-        self.live = self.peak = self.largest = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for tensor in tree_flatten(out)[0]:
-            if isinstance(tensor, torch.Tensor):
-                self._track(tensor)
-        return out
-
-    def _track(self, tensor):
-        storage = tensor.untyped_storage()
-        address = storage.data_ptr()
-        if address == 0:
-            return
-        if address not in self.holders:
-            self.holders[address] = [0, storage.nbytes()]
-            self.live += storage.nbytes()
-            self.peak = max(self.peak, self.live)
-            self.largest = max(self.largest, storage.nbytes())
-        self.holders[address][0] += 1
-        weakref.finalize(tensor, self._release, address)
-
-    def _release(self, address):
-        holder = self.holders[address]
-        holder[0] -= 1
-        if holder[0] == 0:
-            self.live -= holder[1]
-            del self.holders[address]
-
 
 def training_memory(form, S, chunk_size=64) -> LiveTensorBytes:
     """Live tensor bytes during one float32 forward and backward (saved tensors and gradients included)."""
