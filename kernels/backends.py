@@ -37,8 +37,8 @@ def resolve(op: str, backend: str, device: torch.device) -> Callable:
         raise KeyError(f"unknown kernel op {op!r}; known ops: {sorted(_REGISTRY)}")
     choices = _REGISTRY[op]
     if backend == "auto":
-        usable = [b for b in choices.values() if b.is_available(device)]
-        return max(usable, key=lambda b: b.priority).function
+        usable = sorted((b for b in choices.values() if b.is_available(device)), key=lambda b: -b.priority)
+        return usable[0].function
     if backend not in choices:
         raise ValueError(f"unknown backend {backend!r} for {op}; valid choices: ['auto', {', '.join(map(repr, sorted(choices)))}]")
     chosen = choices[backend]
