@@ -13,7 +13,7 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.run import training_step
+from benchmarks.model_benchmarks import training_step
 from benchmarks.timing import interleaved_medians
 from experiments.atomic import write_text_atomic
 from experiments.display import model_name

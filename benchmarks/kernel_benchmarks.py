@@ -1,0 +1,148 @@
+"""Our mLSTM and sLSTM kernels against the official ones (mlstm_kernels==2.0.6, xlstm==2.0.6): time, memory, GFLOP/s.
+
+Every peer is the fastest of the official native torch kernels of that formulation, timed interleaved with ours.
+"""
+
+import torch
+
+import kernels.mlstm as mlstm
+import kernels.slstm as slstm
+from benchmarks.comparison import Comparison
+from benchmarks.memory import LiveTensorBytes
+from benchmarks.timing import interleaved_medians
+
+B, NH, DH = 1, 4, 64
+CHUNK = 64
+MIB = 2**20
+OFFICIAL_PEERS = {  # formulation -> official native kernels (mlstm_kernels names)
+    "chunkwise": ["chunkwise--native_custbw", "chunkwise--native_autograd"],
+    "parallel": ["parallel--native_custbw", "parallel--native_autograd"],
+    "recurrent": ["native_sequence__native"],
+}
+# the issue's targets: (formulation, mode, S) -> minimum speed-up over the fastest official native kernel
+SPEED_TARGETS = {("chunkwise", "fwd+bwd", 4096): 2.0, ("parallel", "fwd", 4096): 3.0, ("parallel", "fwd+bwd", 4096): 3.0}
+MEMORY_TARGETS = {"chunkwise": 1.0, "parallel": 8.0}  # at S = 4096: official peak / our peak
+
+
+def mlstm_inputs(S: int, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """q, k, v (B, NH, S, DH), i ~ N(0, 1) and f ~ 3 + N(0, 1) (B, NH, S), float32, requiring grad."""
+    generator = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(B, NH, S, DH, generator=generator) for _ in range(3))
+    i = torch.randn(B, NH, S, generator=generator)
+    f = 3 + torch.randn(B, NH, S, generator=generator)
+    return tuple(x.requires_grad_() for x in (q, k, v, i, f))
+
+
+def ours(formulation: str):
+    options = {"chunk_size": CHUNK} if formulation == "chunkwise" else {}
+    function = getattr(mlstm, formulation)
+    return lambda q, k, v, i, f: function(q, k, v, i, f, **options)
+
+
+def official(name: str):
+    """An official kernel as (q, k, v, i, f) -> h; it scales q where we scale k: the same h."""
+    from mlstm_kernels.torch import get_mlstm_kernel, get_mlstm_sequence_kernel
+
+    if name.startswith("native_sequence"):
+        return get_mlstm_sequence_kernel(name)
+    kernel = get_mlstm_kernel(name)
+    options = {"chunk_size": CHUNK} if name.startswith("chunkwise") else {}
+    return lambda q, k, v, i, f: kernel(q=q, k=k, v=v, i=i, f=f, **options)
+
+
+def run_mode(function, inputs, mode: str):
+    """A no-argument callable running ``function`` once: forward only, or forward and backward of h.sum()."""
+    if mode == "fwd":
+        def forward():
+            with torch.no_grad():
+                function(*inputs)
+        return forward
+
+    def forward_backward():
+        for tensor in inputs:
+            tensor.grad = None
+        function(*inputs).sum().backward()
+    return forward_backward
+
+
+def chunkwise_flops(S: int, mode: str) -> float:
+    """Matmul FLOPs of the chunkwise form: per chunk of L steps q k^T and (.)v (4 L^2 DH), q C and k^T v
+    (4 L DH^2); the backward counted as twice the forward."""
+    forward = B * NH * S * (4 * CHUNK * DH + 4 * DH * DH)
+    return forward * (3 if mode == "fwd+bwd" else 1)
+
+
+def mlstm_comparisons(lengths, repeats: int, matmul_peak: float) -> list[Comparison]:
+    rows = []
+    for S in lengths:
+        inputs = mlstm_inputs(S)
+        for formulation, peers in OFFICIAL_PEERS.items():
+            for mode in ("fwd", "fwd+bwd"):
+                candidates = {"ours": run_mode(ours(formulation), inputs, mode)}
+                candidates |= {name: run_mode(official(name), inputs, mode) for name in peers}
+                times = interleaved_medians(candidates, repeats)
+                peer = min(peers, key=times.get)
+                target = SPEED_TARGETS.get((formulation, mode, S))
+                rows.append(Comparison(f"mLSTM {formulation} {mode}", f"S={S}", "ms", times["ours"] * 1e3, peer,
+                                       times[peer] * 1e3, target))
+                if formulation == "chunkwise":
+                    gflops = chunkwise_flops(S, mode) / times["ours"] / 1e9
+                    rows.append(Comparison(f"mLSTM chunkwise {mode} GFLOP/s", f"S={S}", "GFLOP/s", gflops,
+                                           "matmul peak", matmul_peak, 0.3 if target else None))
+    return rows
+
+
+def training_peak_mib(function, inputs) -> float:
+    """Peak live tensor memory (MiB) of one forward and backward, inputs and their gradients excluded."""
+    for tensor in inputs:
+        tensor.grad = None
+    with LiveTensorBytes() as memory:
+        function(*inputs).sum().backward()
+        for tensor in inputs:
+            tensor.grad = None
+    return memory.peak / MIB
+
+
+def memory_comparisons(S: int = 4096) -> list[Comparison]:
+    """Training peak memory at S of ours vs the official kernel that our speed is compared with."""
+    inputs = mlstm_inputs(S)
+    peers = {"chunkwise": "chunkwise--native_custbw", "parallel": "parallel--native_custbw"}
+    return [
+        Comparison(f"mLSTM {formulation} fwd+bwd peak memory", f"S={S}", "MiB",
+                   training_peak_mib(ours(formulation), inputs), peer, training_peak_mib(official(peer), inputs),
+                   MEMORY_TARGETS[formulation])
+        for formulation, peer in peers.items()
+    ]
+
+
+def memory_scaling_comparisons(lengths=(1024, 4096, 16384)) -> list[Comparison]:
+    """Chunkwise training memory per step of S against the shortest S: >= 1 means at most linear growth."""
+    peaks = {S: training_peak_mib(ours("chunkwise"), mlstm_inputs(S)) for S in lengths}
+    shortest = lengths[0]
+    return [
+        Comparison("mLSTM chunkwise fwd+bwd memory x S/S0", f"S={S} vs S0={shortest}", "MiB", peaks[S],
+                   f"linear from S0 ({peaks[shortest]:.1f} MiB)", peaks[shortest] * S / shortest, 0.9)
+        for S in lengths[1:]
+    ]
+
+
+def slstm_comparisons(repeats: int) -> list[Comparison]:
+    """Our sLSTM scan vs the official vanilla sLSTM cell, forward and backward."""
+    from xlstm.blocks.slstm.cell import sLSTMCell, sLSTMCellConfig
+
+    batch, S, heads, head_dim = 16, 256, 4, 32
+    torch.manual_seed(0)
+    cell = sLSTMCell(sLSTMCellConfig(hidden_size=heads * head_dim, num_heads=heads, backend="vanilla", dtype="float32"))
+    recurrent_kernel = cell.recurrent_kernel[:].permute(2, 0, 1, 3).contiguous().requires_grad_(True)  # (4, NH, DH, DH)
+    bias = cell.bias[:].permute(1, 0, 2).contiguous().requires_grad_(True)  # (4, NH, DH)
+    wx = torch.randn(batch, S, 4, heads, head_dim, requires_grad=True)  # gate pre-activations from the input
+    ours_run = run_mode(slstm.scan, (wx, recurrent_kernel, bias), "fwd+bwd")
+
+    def official_run():
+        wx.grad = None
+        cell.zero_grad()
+        cell(wx.reshape(batch, S, -1))[0].sum().backward()
+
+    times = interleaved_medians({"ours": ours_run, "official": official_run}, repeats)
+    return [Comparison("sLSTM scan fwd+bwd", f"B={batch} S={S} NH={heads} DH={head_dim}", "ms", times["ours"] * 1e3,
+                       "xlstm vanilla sLSTMCell", times["official"] * 1e3)]
