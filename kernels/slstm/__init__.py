@@ -1,5 +1,6 @@
 """sLSTM kernels: the stabilised sLSTM scan (op ``"slstm.scan"`` in ``kernels.backends``)."""
 
+from kernels.slstm import compiled, fused  # noqa: F401  (register the fused and torch.compile backends)
 from kernels.slstm.scan import SLSTMState, initial_state, scan
 
 __all__ = ["SLSTMState", "initial_state", "scan"]

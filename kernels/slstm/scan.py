@@ -1,7 +1,10 @@
 """sLSTM scan: the stabilised sLSTM recurrence over a sequence (paper Section 2.2, Appendix A.2).
 
-The torch backend loops over time steps in Python; every step is vectorised over batch, heads and
-gates (one batched matmul for the recurrent contributions of all four gates).
+Backends: ``"torch"`` (default off CUDA) is one autograd node with a hand-written backward
+(``kernels.slstm.fused``); ``"torch_autograd"`` is the reference, the same step loop differentiated by
+autograd; ``"torch_compile"`` compiles the step (``kernels.slstm.compiled``). All loop over time steps in
+Python; every step is vectorised over batch, heads and gates (one batched matmul for the recurrent
+contributions of all four gates).
 """
 
 from typing import NamedTuple
@@ -78,7 +81,8 @@ def scan(
         recurrent_grad_clip: if set, the gradient flowing back through the recurrent connection
             (into h_{t-1} via R) is clamped elementwise to [-clip, clip] (the paper uses 10); the
             gradient arriving at h_t from outside the scan is not clipped.
-        backend: ``"auto"`` or a backend registered for op ``"slstm.scan"`` (``"torch"``).
+        backend: ``"auto"`` or a backend registered for op ``"slstm.scan"`` (``"torch"``,
+            ``"torch_autograd"``, ``"torch_compile"``, ...).
 
     Returns:
         h: (B, S, NH, DH) hidden states ``h_t = o_t * c_t / n_t``; with ``return_state`` the pair
@@ -121,47 +125,55 @@ def _check_inputs(wx, R, b, state, forget_gate, recurrent_grad_clip) -> None:
         raise ValueError(f"recurrent_grad_clip must be a positive number or None; got {recurrent_grad_clip!r}")
 
 
-def scan_torch(
-    wx: torch.Tensor,
-    R: torch.Tensor,
-    b: torch.Tensor,
-    state: SLSTMState,
-    forget_gate: str,
-    recurrent_grad_clip: float | None,
-) -> tuple[torch.Tensor, SLSTMState]:
-    """Torch backend of ``scan`` on validated inputs and an explicit initial state; returns (h, final state).
-
-    Internally tensors are laid out heads-first, (NH, B, ...), so that the recurrent matmul of all
-    gates is one ``baddbmm`` per step.
-    """
+def heads_first(wx, R, b, state: SLSTMState):
+    """The scan's working layout: (wx + b) (S, NH, B, 4 DH), the recurrent matrices of all gates side by side
+    (NH, DH, 4 DH), and the state fields (NH, B, DH) with m detached and -inf where n == 0 (no history: the first
+    step then takes m = i~)."""
     batch, seq_len, num_gates, num_heads, head_dim = wx.shape
-    # Input plus bias for all steps, heads-first: (S, NH, B, 4 * DH).
     wx_plus_b = (wx + b).permute(1, 3, 0, 2, 4).reshape(seq_len, num_heads, batch, num_gates * head_dim)
-    # Recurrent matrices of all gates side by side: (NH, DH, 4 * DH).
     R_heads = R.permute(1, 2, 0, 3).reshape(num_heads, head_dim, num_gates * head_dim)
-
-    h, c, n, m = (tensor.transpose(0, 1) for tensor in state)  # each (NH, B, DH)
-    # A cell without history (n == 0) has stabiliser -inf, so the first step takes m = i~.
+    # contiguous: a compiled step is specialised to the strides of its first call's inputs
+    h, c, n, m = (tensor.transpose(0, 1).contiguous() for tensor in state)  # each (NH, B, DH)
     m = torch.where(n == 0, float("-inf"), m.detach())  # (NH, B, DH)
+    return wx_plus_b, R_heads, h, c, n, m
 
+
+def batch_first(hidden_states: torch.Tensor, h, c, n, m) -> tuple[torch.Tensor, SLSTMState]:
+    """h of all steps (S, NH, B, DH) -> (B, S, NH, DH); final fields (NH, B, DH) -> SLSTMState of (B, NH, DH)."""
+    final_state = SLSTMState(*(tensor.transpose(0, 1) for tensor in (h, c, n, m)))
+    return hidden_states.permute(2, 0, 1, 3).contiguous(), final_state
+
+
+def cell(wx_plus_b_t, h_recurrent, c, n, m, R_heads, forget_gate: str):
+    """One stabilised sLSTM step, heads first: wx_plus_b_t (NH, B, 4 DH); h, c, n, m (NH, B, DH); R (NH, DH, 4 DH)."""
+    num_heads, batch, head_dim = c.shape
+    preactivations = torch.baddbmm(wx_plus_b_t, h_recurrent, R_heads)  # (NH, B, 4 * DH)
+    i_tilde, f_tilde, z_tilde, o_tilde = preactivations.view(num_heads, batch, 4, head_dim).unbind(2)
+    log_f = logsigmoid(f_tilde) if forget_gate == "sigmoid" else f_tilde  # (NH, B, DH)
+    log_f_plus_m = log_f + m  # (NH, B, DH)
+    m = torch.maximum(log_f_plus_m.detach(), i_tilde.detach())  # (NH, B, DH), no gradient
+    i_stable = torch.exp(i_tilde - m)  # (NH, B, DH)
+    f_stable = torch.exp(log_f_plus_m - m)  # (NH, B, DH)
+    c = torch.addcmul(f_stable * c, i_stable, torch.tanh(z_tilde))  # (NH, B, DH)
+    n = torch.addcmul(i_stable, f_stable, n)  # (NH, B, DH)
+    h = torch.sigmoid(o_tilde) * c / n  # (NH, B, DH)
+    return h, c, n, m
+
+
+def scan_loop(wx, R, b, state: SLSTMState, forget_gate: str, recurrent_grad_clip: float | None, *, step=cell):
+    """The scan as a Python loop of ``step`` (default: ``cell``) under autograd; returns (h, final state)."""
+    wx_plus_b, R_heads, h, c, n, m = heads_first(wx, R, b, state)
     hidden_states = []
     for wx_plus_b_t in wx_plus_b:  # (NH, B, 4 * DH)
         h_recurrent = h if recurrent_grad_clip is None else _ClipRecurrentGradient.apply(h, recurrent_grad_clip)
-        preactivations = torch.baddbmm(wx_plus_b_t, h_recurrent, R_heads)  # (NH, B, 4 * DH)
-        i_tilde, f_tilde, z_tilde, o_tilde = preactivations.view(num_heads, batch, num_gates, head_dim).unbind(2)
-        log_f = logsigmoid(f_tilde) if forget_gate == "sigmoid" else f_tilde  # (NH, B, DH)
-        log_f_plus_m = log_f + m  # (NH, B, DH)
-        m = torch.maximum(log_f_plus_m.detach(), i_tilde.detach())  # (NH, B, DH), no gradient
-        i_stable = torch.exp(i_tilde - m)  # (NH, B, DH)
-        f_stable = torch.exp(log_f_plus_m - m)  # (NH, B, DH)
-        c = torch.addcmul(f_stable * c, i_stable, torch.tanh(z_tilde))  # (NH, B, DH)
-        n = torch.addcmul(i_stable, f_stable, n)  # (NH, B, DH)
-        h = torch.sigmoid(o_tilde) * c / n  # (NH, B, DH)
+        h, c, n, m = step(wx_plus_b_t, h_recurrent, c, n, m, R_heads, forget_gate)  # each (NH, B, DH)
         hidden_states.append(h)
-
-    h_all = torch.stack(hidden_states, dim=2).permute(1, 2, 0, 3).contiguous()  # (B, S, NH, DH)
-    final_state = SLSTMState(*(tensor.transpose(0, 1) for tensor in (h, c, n, m)))
-    return h_all, final_state
+    return batch_first(torch.stack(hidden_states), h, c, n, m)
 
 
-register("slstm.scan", "torch", scan_torch)
+def scan_autograd(wx, R, b, state: SLSTMState, forget_gate: str, recurrent_grad_clip: float | None):
+    """Reference backend ``"torch_autograd"``: the step loop, differentiated by autograd."""
+    return scan_loop(wx, R, b, state, forget_gate, recurrent_grad_clip)
+
+
+register("slstm.scan", "torch_autograd", scan_autograd, priority=-1)
