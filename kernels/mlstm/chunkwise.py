@@ -4,14 +4,22 @@ Memory is linear in S (one L x L gate matrix per chunk). The states at all chunk
 from a short loop over chunks on (DH x DH) states; each chunk's contribution to them is one batched
 matmul over all chunks. A ragged last chunk is padded with steps that leave the state unchanged
 (forget gate 1, input gate 0) and the padded outputs are dropped.
+
+Two torch implementations with the same values and gradients:
+
+- backend ``"torch"`` (the default on CPU): ``ChunkwiseMLSTM`` in ``chunkwise_fast``, one autograd
+  Function with a hand-written backward that recomputes the L x L matrices;
+- backend ``"torch_autograd"``: ``chunkwise_autograd`` below, plain autograd through
+  ``stabilized_parallel``; the reference that tests hold the fast one to.
 """
 
 import math
 
 import torch
-from torch.nn.functional import pad
 
 from kernels.backends import register, resolve
+from kernels.mlstm.chunking import merge_chunks, split_into_chunks
+from kernels.mlstm.chunkwise_fast import chunkwise_fast
 from kernels.mlstm.gates import MLSTMState, check_inputs, log_forget_gate, start_state
 from kernels.mlstm.parallel import stabilized_parallel
 
@@ -49,34 +57,30 @@ def _boundary_states(k, v, i, log_f_cum, start: MLSTMState) -> MLSTMState:
     return MLSTMState(torch.stack(C, 2), torch.stack(n, 2), m)
 
 
-def _pad_time(x: torch.Tensor, steps: int, value: float = 0.0) -> torch.Tensor:
-    """Append ``steps`` time steps filled with ``value``; time is dim 2 of (B, NH, S[, DH])."""
-    if steps == 0:
-        return x
-    widths = (0, 0, 0, steps) if x.dim() == 4 else (0, steps)
-    return pad(x, widths, value=value)
-
-
-def _chunkwise_torch(q, k, v, i, f, *, initial_state, return_state, forget_gate, eps, chunk_size):
-    B, NH, S, DH = q.shape
-    L = min(chunk_size, S)
-    NC = -(-S // L)
-    extra = NC * L - S
+def chunkwise_autograd(q, k, v, i, f, *, initial_state, return_state, forget_gate, eps, chunk_size):
+    """Backend ``"torch_autograd"``, the reference: autograd through ``_boundary_states`` and
+    ``stabilized_parallel``."""
+    S, DH = q.shape[-2:]
     start = start_state(initial_state, q)
-    q, k, v = (_pad_time(x, extra).reshape(B, NH, NC, L, DH) for x in (q, k / math.sqrt(DH), v))
-    log_f = _pad_time(log_forget_gate(f, forget_gate), extra).reshape(B, NH, NC, L)  # padded: f = 1
-    i = _pad_time(i, extra, float("-inf")).reshape(B, NH, NC, L)  # padded: input gate exp(-inf) = 0
-    log_f_cum = log_f.cumsum(-1)  # (B, NH, NC, L)
+    log_f = log_forget_gate(f, forget_gate)  # (B, NH, S)
+    q, k, v, i, log_f_cum = split_into_chunks(q, k / math.sqrt(DH), v, i, log_f, chunk_size)  # (.., NC, L[, DH])
     states = _boundary_states(k, v, i, log_f_cum, start)  # fields (B, NH, NC + 1, ...)
     chunk_starts = MLSTMState(states.C[:, :, :-1], states.n[:, :, :-1], states.m[..., :-1])
-    h = stabilized_parallel(q, k, v, i, log_f_cum, chunk_starts, eps)  # (B, NH, NC, L, DH)
-    h = h.reshape(B, NH, NC * L, DH)[:, :, :S]  # (B, NH, S, DH)
+    h = merge_chunks(stabilized_parallel(q, k, v, i, log_f_cum, chunk_starts, eps), S)  # (B, NH, S, DH)
     if not return_state:
         return h
     return h, MLSTMState(states.C[:, :, -1], states.n[:, :, -1], states.m[..., -1])
 
 
+def _chunkwise_torch(q, k, v, i, f, *, initial_state, return_state, forget_gate, eps, chunk_size):
+    """Backend ``"torch"``: ``ChunkwiseMLSTM`` with its recomputing backward (same values and gradients)."""
+    start = start_state(initial_state, q)
+    log_f = log_forget_gate(f, forget_gate)  # (B, NH, S)
+    return chunkwise_fast(q, k, v, i, log_f, start, return_state=return_state, eps=eps, chunk_size=chunk_size)
+
+
 register("mlstm.chunkwise", "torch", _chunkwise_torch)
+register("mlstm.chunkwise", "torch_autograd", chunkwise_autograd, priority=-1)
 
 
 def chunkwise(

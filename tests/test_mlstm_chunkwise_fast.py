@@ -1,0 +1,168 @@
+"""The fast chunkwise mLSTM (``ChunkwiseMLSTM``, backend "torch") gives the values and the exact
+gradients of the autograd reference (backend "torch_autograd") and of the parallel form."""
+
+import math
+
+import pytest
+import torch
+
+from kernels.mlstm import MLSTMState, chunkwise, parallel
+from kernels.mlstm.chunkwise_fast import ChunkwiseMLSTM
+
+B, NH, DH = 2, 2, 8
+LEAVES = ["q", "k", "v", "i", "f", "C0", "n0"]
+
+
+def make_inputs(S, *, dtype=torch.float64, seed=0, f_mean=3.0, gate_std=1.0, with_state=False):
+    """q, k, v (B, NH, S, DH), gates i, f (B, NH, S) and optionally a start state, all leaves requiring grad."""
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(B, NH, S, DH, generator=g, dtype=dtype) for _ in range(3))
+    i = gate_std * torch.randn(B, NH, S, generator=g, dtype=dtype)
+    f = f_mean + gate_std * torch.randn(B, NH, S, generator=g, dtype=dtype)
+    inputs = [x.requires_grad_() for x in (q, k, v, i, f)]
+    if not with_state:
+        return inputs, None
+    C0, n0 = torch.randn(B, NH, DH, DH, generator=g, dtype=dtype), torch.randn(B, NH, DH, generator=g, dtype=dtype)
+    m0 = gate_std * torch.randn(B, NH, generator=g, dtype=dtype)
+    return inputs, MLSTMState(C0.requires_grad_(), n0.requires_grad_(), m0)
+
+
+def values_and_gradients(function, inputs, state, *, return_state=True, **options):
+    """h, the final state and the gradients of a fixed random projection of them w.r.t. all leaves."""
+    result = function(*inputs, initial_state=state, return_state=return_state, **options)
+    h, final = result if return_state else (result, None)
+    g = torch.Generator().manual_seed(7)
+    outputs = [h] + ([final.C, final.n] if return_state else [])
+    loss = sum((x * torch.randn(x.shape, generator=g, dtype=torch.float64).to(x.dtype)).sum() for x in outputs)
+    leaves = inputs + ([state.C, state.n] if state is not None else [])
+    values = [h] + (list(final) if return_state else [])
+    return values, torch.autograd.grad(loss, leaves)
+
+
+def assert_close(actual, expected, rtol, name):
+    """Elementwise within rtol of the largest expected entry (a relative error for the tensor)."""
+    atol = rtol * expected.detach().abs().max().item()
+    torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, msg=lambda m: f"{name}: {m}")
+
+
+def assert_agree(actual, expected, rtol):
+    (values, grads), (expected_values, expected_grads) = actual, expected
+    for name, x, y in zip(["h", "C", "n", "m"], values, expected_values):
+        assert_close(x.double(), y, rtol, name)
+    for name, x, y in zip(LEAVES, grads, expected_grads):
+        assert_close(x.double(), y, rtol, f"grad {name}")
+
+
+def fast(*inputs, **options):
+    return chunkwise(*inputs, backend="torch", **options)
+
+
+def reference(*inputs, **options):
+    return chunkwise(*inputs, backend="torch_autograd", **options)
+
+
+@pytest.mark.parametrize("gate_std", [0.5, 8.0], ids=["mild_gates", "wild_gates"])
+@pytest.mark.parametrize("with_state", [False, True], ids=["no_state", "state"])
+@pytest.mark.parametrize("forget_gate", ["sigmoid", "exp"])
+@pytest.mark.parametrize(
+    "S, chunk_size", [(37, 8), (5, 16), (9, 1), (48, 16)], ids=["ragged", "one_short_chunk", "chunk_1", "whole_chunks"]
+)
+def test_matches_reference_and_parallel_in_float64(S, chunk_size, forget_gate, with_state, gate_std):
+    """h, final state and all gradients (final-state gradients included) to 1e-9 relative."""
+    f_mean = 3.0 if forget_gate == "sigmoid" else -0.5
+    inputs, state = make_inputs(S, f_mean=f_mean, gate_std=gate_std, with_state=with_state)
+    options = dict(forget_gate=forget_gate, eps=1e-6)
+    ours = values_and_gradients(fast, inputs, state, chunk_size=chunk_size, **options)
+    assert_agree(ours, values_and_gradients(reference, inputs, state, chunk_size=chunk_size, **options), 1e-9)
+    assert_agree(ours, values_and_gradients(parallel, inputs, state, **options), 1e-9)
+
+
+@pytest.mark.parametrize("with_state", [False, True], ids=["no_state", "state"])
+def test_gradients_of_h_alone(with_state):
+    """The training case: only h is used (no final-state gradient flows in)."""
+    inputs, state = make_inputs(50, with_state=with_state, seed=2)
+    ours = values_and_gradients(fast, inputs, state, return_state=False, chunk_size=16)
+    expected = values_and_gradients(reference, inputs, state, return_state=False, chunk_size=16)
+    assert_agree(ours, expected, 1e-9)
+
+
+def test_large_eps_and_floored_normaliser():
+    """With eps large and tiny keys, the normaliser often sits on its floor exp(-m): that branch's gradient."""
+    inputs, state = make_inputs(40, seed=3, with_state=True)
+    with torch.no_grad():
+        inputs[1].mul_(1e-3)
+    options = dict(chunk_size=8, eps=0.5)
+    assert_agree(values_and_gradients(fast, inputs, state, **options),
+                 values_and_gradients(reference, inputs, state, **options), 1e-9)
+
+
+def test_float32_matches_float64_reference():
+    inputs, state = make_inputs(300, with_state=True, gate_std=2.0, seed=4)
+    expected = values_and_gradients(reference, inputs, state, chunk_size=64)
+    inputs32 = [x.detach().float().requires_grad_() for x in inputs]
+    state32 = MLSTMState(*(x.detach().float().requires_grad_(x.requires_grad) for x in state))
+    assert_agree(values_and_gradients(fast, inputs32, state32, chunk_size=64), expected, 1e-4)
+
+
+def reaches_chunkwise_function(tensor) -> bool:
+    """Whether ChunkwiseMLSTM's backward node is in the autograd graph of ``tensor``."""
+    frontier, seen = [tensor.grad_fn], set()
+    while frontier:
+        node = frontier.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if type(node).__name__ == "ChunkwiseMLSTMBackward":
+            return True
+        frontier.extend(next_node for next_node, _ in node.next_functions)
+    return False
+
+
+def test_default_backend_uses_the_fast_function():
+    inputs, _ = make_inputs(20, dtype=torch.float32)
+    assert reaches_chunkwise_function(chunkwise(*inputs))
+    assert reaches_chunkwise_function(chunkwise(*inputs, return_state=True)[0])
+    assert not reaches_chunkwise_function(reference(*inputs, initial_state=None, return_state=False, chunk_size=8))
+
+
+def test_bfloat16_autocast_runs_the_float32_kernel():
+    """Under autocast the fast path computes in float32: the same h as without autocast."""
+    inputs, state = make_inputs(70, dtype=torch.float32, with_state=True)
+    expected = chunkwise(*inputs, initial_state=state, chunk_size=32)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        h = chunkwise(*inputs, initial_state=state, chunk_size=32)
+    assert h.dtype == torch.float32 and reaches_chunkwise_function(h)
+    torch.testing.assert_close(h, expected, rtol=0, atol=0)
+
+
+def test_gradcheck():
+    """Finite differences through the true (unstabilised) outputs, where m cancels: eps = 0, and
+    q, k > 0 and positive input gates keep |q.n| above its floor."""
+    g = torch.Generator().manual_seed(5)
+    S, L, DH = 5, 2, 3
+    q, k = (1 + torch.rand(1, 1, S, DH, generator=g, dtype=torch.float64) for _ in range(2))
+    v = torch.randn(1, 1, S, DH, generator=g, dtype=torch.float64)
+    i, f = (mean + torch.randn(1, 1, S, generator=g, dtype=torch.float64) for mean in (1, 2))
+    C0 = torch.rand(1, 1, DH, DH, generator=g, dtype=torch.float64)
+    n0 = torch.rand(1, 1, DH, generator=g, dtype=torch.float64)
+    m0 = torch.zeros(1, 1, dtype=torch.float64)
+
+    def true_outputs(q, k, v, i, f, C0, n0):
+        start = MLSTMState(C0, n0, m0)
+        h, final = chunkwise(q, k, v, i, f, initial_state=start, return_state=True, chunk_size=L, eps=0.0)
+        scale = torch.exp(final.m)[..., None]  # (1, 1, 1)
+        return h, final.C * scale[..., None], final.n * scale
+
+    leaves = [x.requires_grad_() for x in (q, k, v, i, f, C0, n0)]
+    assert torch.autograd.gradcheck(true_outputs, leaves)
+    assert reaches_chunkwise_function(true_outputs(*leaves)[0])
+
+
+def test_function_signature_shapes():
+    """ChunkwiseMLSTM on chunked inputs returns h per chunk and the final state."""
+    inputs, state = make_inputs(16, with_state=True)
+    q, k, v, i, f = (x.detach() for x in inputs)
+    chunked = [x.reshape(B, NH, 4, 4, DH) for x in (q, k, v)]
+    gates = [i.reshape(B, NH, 4, 4), torch.nn.functional.logsigmoid(f).reshape(B, NH, 4, 4).cumsum(-1)]
+    h, C, n, m = ChunkwiseMLSTM.apply(*chunked, *gates, *state, 1 / math.sqrt(DH), 1e-6)
+    assert h.shape == (B, NH, 4, 4, DH) and C.shape == (B, NH, DH, DH) and n.shape == (B, NH, DH) and m.shape == (B, NH)
