@@ -94,14 +94,18 @@ def _parallel_torch(q, k, v, i, f, *, query_block_size, **options):
     return _parallel_with(partial(stabilized_parallel_tiled, block_size=query_block_size), q, k, v, i, f, **options)
 
 
+def _parallel_untiled(q, k, v, i, f, *, query_block_size, **options):
+    return _parallel_with(stabilized_parallel, q, k, v, i, f, **options)
+
+
 register("mlstm.parallel", "torch", _parallel_torch)
+register("mlstm.parallel", "torch_autograd", _parallel_untiled, priority=-1)  # the reference; auto never picks it
 
 
 def untiled_parallel(q, k, v, i, f, *, initial_state=None, return_state=False, forget_gate="sigmoid", eps=1e-6):
     """``parallel`` with the whole S x S gate matrix and autograd's backward: the reference for the tiled form."""
-    check_inputs(q, k, v, i, f, forget_gate=forget_gate, state=initial_state)
     options = dict(initial_state=initial_state, return_state=return_state, forget_gate=forget_gate, eps=eps)
-    return _parallel_with(stabilized_parallel, q, k, v, i, f, **options)
+    return parallel(q, k, v, i, f, **options, backend="torch_autograd")
 
 
 def parallel(
