@@ -65,8 +65,10 @@ class MLSTMLayer(nn.Module):
     def _qkv_gates(self, x_mlstm: torch.Tensor, x_conv: torch.Tensor):
         q, k, v = self.q_proj(x_conv), self.k_proj(x_conv), self.v_proj(x_mlstm)  # (B, S, inner) each
         gate_input = torch.cat([q, k, v], dim=-1)  # (B, S, 3 inner)
-        i = self.input_gate(gate_input).transpose(1, 2)  # (B, NH, S)
-        f = self.forget_gate(gate_input).transpose(1, 2)  # (B, NH, S)
+        # both gates in one matmul: half the backward passes over the (B, S, 3 inner) gate input
+        weight = torch.cat([self.input_gate.weight, self.forget_gate.weight])  # (2 NH, 3 inner)
+        bias = torch.cat([self.input_gate.bias, self.forget_gate.bias])  # (2 NH,)
+        i, f = F.linear(gate_input, weight, bias).transpose(1, 2).chunk(2, dim=1)  # (B, NH, S) each
         return self._heads(q), self._heads(k), self._heads(v), i, f
 
     def _output(self, h: torch.Tensor, x_conv: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
