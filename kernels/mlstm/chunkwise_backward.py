@@ -24,7 +24,7 @@ from kernels.mlstm.chunkwise_gates import ChunkGates, gate_matrix
 def _start_state_paths(dh, q, h, states, denominator, slope, gates: ChunkGates, block: int):
     """Gradients through each chunk's start state: dq (N, L, DH) so far and the joined gradient of
     the start state through the chunk's own outputs, in the slots ``scan_state_gradients`` takes
-    ((N + 1, DH + 1, DH), chunk j's in slot j). Also dh . h, dnrm and dlog a (N, L).
+    ((N + 1, DH + 1, DH), chunk j's in slot j). Also dnrm and dlog a (N, L).
     """
     N, L, DH = q.shape
     dq, d_slots = q.new_empty(N, L, DH), q.new_empty(N + 1, DH + 1, DH)
@@ -41,7 +41,7 @@ def _start_state_paths(dh, q, h, states, denominator, slope, gates: ChunkGates, 
         torch.bmm(scaled.transpose(1, 2), q[b], out=d_slots[b])
         dq_start = torch.bmm(scaled, states[b], out=dq[b])  # (n, L, DH) = a dnum C0^T + a dnrm n0^T
         torch.sum(torch.mul(dq_start, q[b], out=product), -1, out=d_log_a[b])
-    return dq, d_slots, dh_dot_h, d_normaliser, d_log_a
+    return dq, d_slots, d_normaliser, d_log_a
 
 
 def _chunk_paths(dq, dh, q, k, v, states, d_ends, denominator, d_normaliser, gates: ChunkGates, block: int):
@@ -88,7 +88,7 @@ def chunkwise_backward(dh, d_final, q, k, v, states, h, denominator, slope, gate
     N, L, DH = q.shape
     BH = d_final.shape[0]
     NC = N // BH
-    dq, d_slots, dh_dot_h, d_normaliser, d_log_a = _start_state_paths(
+    dq, d_slots, d_normaliser, d_log_a = _start_state_paths(
         dh, q, h, states, denominator, slope, gates, block
     )
     decay = gates.start_weight[:, -1]  # (N,)

@@ -42,9 +42,9 @@ import math
 import warnings
 
 import torch
-from torch.nn.functional import pad
 
 from kernels.backends import register, resolve
+from kernels.mlstm.chunking import pad_time
 from kernels.mlstm.gates import MLSTMState
 
 TRITON_CHUNKWISE_KERNEL = "chunkwise--triton_xl_chunk"
@@ -131,19 +131,11 @@ def _padded_length(S: int, chunk_size: int) -> int:
     return -(-S // chunk_size) * chunk_size
 
 
-def _pad_time(x: torch.Tensor, steps: int, value: float) -> torch.Tensor:
-    """Append ``steps`` time steps filled with ``value``; time is dim 2 of (B, NH, S[, DH])."""
-    if steps == 0:
-        return x
-    widths = (0, 0, 0, steps) if x.dim() == 4 else (0, steps)
-    return pad(x, widths, value=value)
-
-
 def _pad_sequence(q, k, v, i, f, length: int):
     """Inputs padded to ``length`` steps with steps that keep the state; their outputs are to be dropped."""
     extra = length - q.shape[2]
-    q, k, v = (_pad_time(x, extra, 0.0) for x in (q, k, v))  # (B, NH, length, DH)
-    return q, k, v, _pad_time(i, extra, _PAD_INPUT), _pad_time(f, extra, _PAD_FORGET)  # gates (B, NH, length)
+    q, k, v = (pad_time(x, extra, 0.0) for x in (q, k, v))  # (B, NH, length, DH)
+    return q, k, v, pad_time(i, extra, _PAD_INPUT), pad_time(f, extra, _PAD_FORGET)  # gates (B, NH, length)
 
 
 @functools.cache
