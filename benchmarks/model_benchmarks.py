@@ -14,7 +14,7 @@ from benchmarks.comparison import Comparison
 from benchmarks.memory import LiveTensorBytes
 from benchmarks.timing import interleaved_medians
 from models.generation import greedy_generate
-from models.xlstm import from_official
+from models.xlstm.official import from_official
 
 BATCH, CONTEXT, EMBEDDING, VOCAB, HEADS = 16, 256, 128, 8192, 4
 RATIOS = ("xlstm_1_0", "xlstm_0_1", "xlstm_1_1")

@@ -18,7 +18,7 @@ from benchmarks.timing import interleaved_medians
 from experiments.atomic import write_text_atomic
 from experiments.display import model_name
 from experiments.paths import REPORTS
-from models import build_backbone, known_backbones
+from models.registry import build_backbone, known_backbones
 from models.language_model import LanguageModel
 
 EMBEDDING, BLOCKS, CONTEXT, BATCH, VOCAB = 128, 2, 256, 16, 8192

@@ -10,6 +10,8 @@ from typing import Any, Sequence
 from omegaconf import DictConfig, OmegaConf
 
 from experiments.configuration import CONFIGS, ConfigError, compose_run_config, config_yaml, load_yaml
+from experiments.validation import validate_run_config
+from models.catalog import known_backbones
 
 ARTIFACTS = CONFIGS / "paper"
 EXTRA_ARTIFACTS_VARIABLE = "XLSTM_SUITE_ARTIFACTS"  # more folders of artifact files (os.pathsep-separated)
@@ -70,7 +72,7 @@ class Artifact:
         grid = self.grid_of(scale)
         scale_cell_overrides = self.scales.get(scale, {}).get("cell_overrides") or {}
         names = [f"artifact={self.name}", f"scale={scale}"]
-        runs = []
+        cells = []
         for values in itertools.product(*grid.values()):
             cell = dict(zip(grid, values))
             overrides = [
@@ -82,7 +84,8 @@ class Artifact:
                 *names,
                 *extra_overrides,
             ]
-            runs.append(plan_run(self.name, scale, cell, overrides))
+            cells.append((cell, overrides))
+        runs = [plan_run(self.name, scale, cell, overrides) for cell, overrides in cells]
         check_distinct(runs, extra_overrides)
         return runs
 
@@ -136,15 +139,11 @@ def plan_run(artifact: str, scale: str, cell: dict[str, Any], overrides: list[st
     config = compose_run_config(overrides)
     if model is not None and not model_is_registered(model):
         return PlannedRun(artifact, scale, cell, overrides, unavailable=MODEL_NOT_REGISTERED)
-    from experiments.validation import validate_run_config  # imports torch: only once a config has composed
-
     validate_run_config(config)
     return PlannedRun(artifact, scale, cell, overrides, config=config, run_id=run_id_of(config))
 
 
 def model_is_registered(model: str) -> bool:
-    from models import known_backbones  # imports torch: only once a config has composed
-
     return model in known_backbones()
 
 

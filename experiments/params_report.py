@@ -7,7 +7,7 @@ from rich.table import Table
 
 from experiments.atomic import write_text_atomic
 from experiments.paths import PAPER_NUMBERS, REPORTS
-from models import build_language_model, known_language_models
+from models.registry import build_language_model, known_language_models
 
 # Where the paper's description leaves the architecture open, what we chose and what remains open.
 OPEN_QUESTIONS = {

@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from experiments.data import build_datamodule
 from experiments.module import SequenceTaskModule
 from experiments.validation import backbone_options, validate_run_config
-from models import build_backbone
+from models.registry import build_backbone
 
 
 class FailAfterSteps(Callback):

@@ -1,51 +1,28 @@
 """Backbones and language models by the paper's names.
 
-A model family contributes ``BACKBONES`` (name -> builder(embedding_dim, num_blocks, **options) of a
-(B, S, D) -> (B, S, D) module with init_state/step) and ``LANGUAGE_MODEL_PRESETS`` (name -> size -> builder
-keyword arguments); ``TIED_EMBEDDINGS`` names the models whose LM head shares the embedding (GPT-3).
+A model family contributes, in its torch-free config module (``models.catalog``), ``CONFIGS`` (name -> config
+function), ``LANGUAGE_MODEL_PRESETS`` (name -> size -> builder keyword arguments) and ``TIED_EMBEDDINGS`` (the
+models whose LM head shares the embedding, GPT-3), and in ``models.<family>.backbones`` ``BACKBONES`` (name ->
+builder(embedding_dim, num_blocks, **options) of a (B, S, D) -> (B, S, D) module with init_state/step).
 """
 
+import importlib
 from typing import Callable
 
 from torch import nn
 
-import models.lstm
-import models.mamba
-import models.rwkv4
-import models.rwkv5
-import models.ssm_conv
-from models import linear_rnn
-from models import transformers as transformer_models
+from models.catalog import config_modules
 from models.language_model import LanguageModel
-from models.xlstm import RATIOS, SIZES, XLSTMLanguageModel, XLSTMStack, XLSTMStackConfig
-from models.xlstm.presets import GPT2_VOCAB_PADDED, language_model_config, stack_config
+from models.xlstm.language_model import XLSTMLanguageModel
+from models.xlstm.presets import GPT2_VOCAB_PADDED, SIZES, language_model_config
 
-# Baseline families: modules with BACKBONES, LANGUAGE_MODEL_PRESETS, TIED_EMBEDDINGS.
-FAMILIES = [
-    models.lstm, transformer_models, linear_rnn, models.mamba, models.rwkv4, models.rwkv5, models.ssm_conv,
-]
-
-
-def _xlstm_backbone(ratio: str) -> Callable[..., nn.Module]:
-    def build(embedding_dim: int = 128, num_blocks: int = 2, **overrides) -> nn.Module:
-        return XLSTMStack(stack_config(ratio, embedding_dim, num_blocks, **overrides))
-
-    return build
-
-
-def _xlstm_explicit(**config) -> nn.Module:
-    return XLSTMStack(XLSTMStackConfig(**config))
-
-
-_BACKBONES: dict[str, Callable[..., nn.Module]] = {"xlstm": _xlstm_explicit} | {
-    ratio: _xlstm_backbone(ratio) for ratio in RATIOS
-}
+_BACKBONES: dict[str, Callable[..., nn.Module]] = {}
 _PRESETS: dict[str, dict[str, dict]] = {}
 _TIED: set[str] = set()
-for _family in FAMILIES:
-    _BACKBONES.update(_family.BACKBONES)
-    _PRESETS.update(_family.LANGUAGE_MODEL_PRESETS)
-    _TIED.update(_family.TIED_EMBEDDINGS)
+for _family, _config_module in config_modules().items():
+    _BACKBONES.update(importlib.import_module(f"models.{_family}.backbones").BACKBONES)
+    _PRESETS.update(getattr(_config_module, "LANGUAGE_MODEL_PRESETS", {}))
+    _TIED.update(getattr(_config_module, "TIED_EMBEDDINGS", set()))
 
 _XLSTM_LANGUAGE_MODELS = ("xlstm_1_0", "xlstm_7_1", "xlstm_0_1")
 

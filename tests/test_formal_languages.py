@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from tasks.formal_languages import FORMAL_LANGUAGE_TASKS, IGNORE_INDEX, get_task, make_examples
+from tasks.formal_languages import FORMAL_LANGUAGE_TASKS, IGNORE_INDEX, get_task
+from tasks.formal_languages.data import make_examples
 from tasks.formal_languages.data import FormalLanguageDataModule, TrainingBatches
 from tasks.spec import TaskSpec
 

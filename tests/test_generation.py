@@ -4,10 +4,11 @@ eagerly and with the compiled step."""
 import pytest
 import torch
 
-from models import build_backbone
 from models.generation import compiled_step, greedy_generate
 from models.language_model import LanguageModel
-from models.xlstm import MLSTMLayerConfig, XLSTMLanguageModel, XLSTMLanguageModelConfig
+from models.registry import build_backbone
+from models.xlstm.config import MLSTMLayerConfig, XLSTMLanguageModelConfig
+from models.xlstm.language_model import XLSTMLanguageModel
 from models.xlstm.presets import stack_config
 
 VOCAB = 20

@@ -28,12 +28,21 @@ from kernels.linear_attention import (
     rwkv6_step,
 )
 from models.language_model import LanguageModel
-from models.linear_rnn import BACKBONES, LANGUAGE_MODEL_PRESETS, TIED_EMBEDDINGS
-from models.linear_rnn.gla import GatedLinearAttentionLayer, GLAConfig
-from models.linear_rnn.hgrn import HGRNConfig, HGRNLayer
-from models.linear_rnn.hgrn2 import HGRN2Config, HGRN2Layer
-from models.linear_rnn.retnet import MultiScaleRetention, RetNetConfig
-from models.linear_rnn.rwkv6 import RWKV6Config, TimeMix
+from models.linear_rnn.backbones import BACKBONES
+from models.linear_rnn.config import (
+    LANGUAGE_MODEL_PRESETS,
+    TIED_EMBEDDINGS,
+    GLAConfig,
+    HGRN2Config,
+    HGRNConfig,
+    RetNetConfig,
+    RWKV6Config,
+)
+from models.linear_rnn.gla import GatedLinearAttentionLayer
+from models.linear_rnn.hgrn import HGRNLayer
+from models.linear_rnn.hgrn2 import HGRN2Layer
+from models.linear_rnn.retnet import MultiScaleRetention
+from models.linear_rnn.rwkv6 import TimeMix
 
 B, S, NH, DK, DV = 2, 37, 3, 8, 5
 CHUNK_SIZES = [1, 5, 16, 64]  # 64 > S: one padded chunk

@@ -9,7 +9,9 @@ import torch.nn.functional as F
 
 from kernels.long_conv import causal_conv, causal_conv_step
 from models.language_model import LanguageModel
-from models.ssm_conv import BACKBONES, LANGUAGE_MODEL_PRESETS, DiagonalSSM, H3Config, ShiftSSM
+from models.ssm_conv.backbones import BACKBONES
+from models.ssm_conv.config import LANGUAGE_MODEL_PRESETS, H3Config
+from models.ssm_conv.h3 import DiagonalSSM, ShiftSSM
 from tests.backbone_contract import assert_causal, assert_step_matches_forward
 
 DOUBLE = torch.float64

@@ -6,7 +6,8 @@ import torch
 import torch.nn.functional as F
 
 from models.language_model import LanguageModel
-from models.lstm import BACKBONES, LANGUAGE_MODEL_PRESETS, TIED_EMBEDDINGS, LSTMBlockConfig
+from models.lstm.backbones import BACKBONES
+from models.lstm.config import LANGUAGE_MODEL_PRESETS, TIED_EMBEDDINGS, LSTMBlockConfig
 from tests.backbone_contract import assert_causal, assert_step_matches_forward
 
 D = 8

@@ -9,7 +9,8 @@ import torch.nn.functional as F
 
 from kernels.selective_scan import initial_state, selective_scan, selective_scan_step
 from models.language_model import LanguageModel
-from models.mamba import BACKBONES, LANGUAGE_MODEL_PRESETS, TIED_EMBEDDINGS, MambaConfig
+from models.mamba.backbones import BACKBONES
+from models.mamba.config import LANGUAGE_MODEL_PRESETS, TIED_EMBEDDINGS, MambaConfig
 from tests.backbone_contract import assert_causal, assert_step_matches_forward
 
 

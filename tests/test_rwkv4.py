@@ -6,7 +6,8 @@ import torch
 
 from kernels.wkv4 import WKV4State, initial_state, wkv4, wkv4_step
 from models.language_model import LanguageModel
-from models.rwkv4 import BACKBONES, LANGUAGE_MODEL_PRESETS, TIED_EMBEDDINGS
+from models.rwkv4.backbones import BACKBONES
+from models.rwkv4.config import LANGUAGE_MODEL_PRESETS, TIED_EMBEDDINGS
 from tests.backbone_contract import assert_causal, assert_step_matches_forward
 
 

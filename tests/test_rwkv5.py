@@ -12,7 +12,8 @@ import torch.nn.functional as F
 
 from kernels.wkv5 import wkv5, wkv5_step
 from models.language_model import LanguageModel
-from models.rwkv5 import BACKBONES, LANGUAGE_MODEL_PRESETS
+from models.rwkv5.backbones import BACKBONES
+from models.rwkv5.config import LANGUAGE_MODEL_PRESETS
 from tests.backbone_contract import assert_causal, assert_step_matches_forward
 
 DOUBLE = torch.float64

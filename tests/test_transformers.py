@@ -7,15 +7,8 @@ import transformers
 from transformers.models.llama import modeling_llama
 
 from models.language_model import LanguageModel
-from models.transformers import (
-    BACKBONES,
-    LANGUAGE_MODEL_PRESETS,
-    TIED_EMBEDDINGS,
-    GPT3Config,
-    LlamaConfig,
-    build_gpt3,
-    build_llama,
-)
+from models.transformers.backbones import BACKBONES, build_gpt3, build_llama
+from models.transformers.config import LANGUAGE_MODEL_PRESETS, TIED_EMBEDDINGS, GPT3Config, LlamaConfig
 from tests.backbone_contract import assert_causal, assert_step_matches_forward
 
 GPT2_VOCAB_PADDED = 50304

@@ -3,16 +3,11 @@
 import pytest
 import torch
 
-from models import build_backbone, build_language_model
 from models.optim_groups import weight_decay_groups
-from models.xlstm import (
-    MLSTMLayerConfig,
-    SLSTMLayerConfig,
-    XLSTMLanguageModel,
-    XLSTMLanguageModelConfig,
-    XLSTMStackConfig,
-    stack_config,
-)
+from models.registry import build_backbone, build_language_model
+from models.xlstm.config import MLSTMLayerConfig, SLSTMLayerConfig, XLSTMLanguageModelConfig, XLSTMStackConfig
+from models.xlstm.language_model import XLSTMLanguageModel
+from models.xlstm.presets import stack_config
 
 RATIOS = ["xlstm_1_0", "xlstm_0_1", "xlstm_1_1", "xlstm_7_1"]
 
@@ -79,7 +74,7 @@ def test_backbone_is_causal(ratio):
 
 def test_initialisation_matches_the_official_scheme():
     pytest.importorskip("xlstm")
-    from models.xlstm import from_official
+    from models.xlstm.official import from_official
     from tests.official_models import official_config
     from xlstm import xLSTMBlockStack
 

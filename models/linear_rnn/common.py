@@ -1,39 +1,11 @@
 """Pieces shared by the linear-RNN baselines: norms, the SwiGLU MLP, token shift, rotary positions, the
-pre-norm residual block and stack of flash-linear-attention's models, and config checks."""
+pre-norm residual block and stack of flash-linear-attention's models."""
 
-import math
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-
-BACKENDS = ("auto", "torch", "fla")  # kernel backends of kernels.linear_attention
-
-
-def check_positive(owner: str, name: str, value) -> None:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{owner}.{name}={value!r} must be a positive number")
-
-
-def check_choice(owner: str, name: str, value, choices) -> None:
-    if value not in choices:
-        raise ValueError(f"{owner}.{name}={value!r} is not valid; valid choices: {list(choices)}")
-
-
-def check_divisible(owner: str, name: str, value: int, divisor_name: str, divisor: int) -> None:
-    if value % divisor:
-        raise ValueError(f"{owner}.{name}={value} must be divisible by {divisor_name}={divisor}")
-
-
-def scaled_dim(owner: str, name: str, embedding_dim: int, ratio: float) -> int:
-    """embedding_dim * ratio, which must be an integer (as flash-linear-attention asserts)."""
-    value = embedding_dim * ratio
-    if not math.isclose(value, round(value)) or round(value) <= 0:
-        raise ValueError(
-            f"{owner}.{name}={ratio} times embedding_dim={embedding_dim} must be a positive integer; got {value}"
-        )
-    return round(value)
 
 
 def swiglu_hidden_dim(embedding_dim: int, hidden_ratio: float) -> int:
@@ -77,12 +49,12 @@ def token_shift(x: torch.Tensor, previous: torch.Tensor | None = None) -> torch.
 
 
 class RotaryEmbedding(nn.Module):
-    """Rotary positions, non-interleaved halves (GPT-NeoX style), base 10000: fla's ``RotaryEmbedding``."""
+    """Rotary positions, non-interleaved halves (GPT-NeoX style), base 10000: fla's ``RotaryEmbedding``.
+
+    ``head_dim`` must be even (``RetNetConfig`` checks it)."""
 
     def __init__(self, head_dim: int, base: float = 10000.0):
         super().__init__()
-        if head_dim % 2:
-            raise ValueError(f"rotary embedding needs an even head dim; got {head_dim}")
         self.register_buffer(
             "inv_freq", base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim), persistent=False
         )

@@ -7,64 +7,13 @@ SwiGLU MLP (hidden_ratio 4) and a final RMSNorm. Defaults are fla's; with them, 
 give the paper's 412M (Table spaj15b_model_results).
 """
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from kernels.linear_attention import gla, gla_step
-from models.linear_rnn.common import (
-    BACKENDS,
-    GatedRMSNorm,
-    PreNormBlock,
-    ResidualStack,
-    SwiGLUMLP,
-    check_choice,
-    check_divisible,
-    check_positive,
-    init_fla_style,
-    scaled_dim,
-)
-
-
-@dataclass
-class GLAConfig:
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    num_heads: int = 4
-    expand_k: float = 0.5
-    expand_v: float = 1.0
-    gate_low_rank_dim: int = 16
-    gate_logit_normalizer: float = 16.0
-    hidden_ratio: float = 4.0  # SwiGLU MLP size, see ``swiglu_hidden_dim``
-    norm_eps: float = 1e-6
-    chunk_size: int = 8  # 8 was fastest on CPU for E = 64 (the 3-D decay tensor grows with it)
-    backend: str = "auto"
-
-    def __post_init__(self):
-        for name in (
-            "embedding_dim",
-            "num_blocks",
-            "num_heads",
-            "gate_low_rank_dim",
-            "gate_logit_normalizer",
-            "hidden_ratio",
-            "norm_eps",
-            "chunk_size",
-        ):
-            check_positive("gla", name, getattr(self, name))
-        check_choice("gla", "backend", self.backend, BACKENDS)
-        check_divisible("gla", "key_dim", self.key_dim, "num_heads", self.num_heads)
-        check_divisible("gla", "value_dim", self.value_dim, "num_heads", self.num_heads)
-
-    @property
-    def key_dim(self) -> int:
-        return scaled_dim("gla", "expand_k", self.embedding_dim, self.expand_k)
-
-    @property
-    def value_dim(self) -> int:
-        return scaled_dim("gla", "expand_v", self.embedding_dim, self.expand_v)
+from models.linear_rnn.common import GatedRMSNorm, PreNormBlock, ResidualStack, SwiGLUMLP, init_fla_style
+from models.linear_rnn.config import GLAConfig
 
 
 class GatedLinearAttentionLayer(nn.Module):
@@ -123,7 +72,3 @@ class GLAStack(ResidualStack):
         super().__init__(blocks, nn.RMSNorm(D, eps=config.norm_eps))
         self.config = config
         init_fla_style(self)
-
-
-def build_gla(embedding_dim: int = 128, num_blocks: int = 2, **options) -> GLAStack:
-    return GLAStack(GLAConfig(embedding_dim=embedding_dim, num_blocks=num_blocks, **options))

@@ -7,48 +7,20 @@ learnable lower bounds per block, final RMSNorm. Defaults are fla's (expand_rati
 D = 1024 and 24 blocks give the paper's 411M (Table spaj15b_model_results).
 """
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from kernels.linear_attention import hgrn, hgrn_step
 from models.linear_rnn.common import (
-    BACKENDS,
     GatedRMSNorm,
     LowerBoundedStack,
     PreNormBlock,
     SwiGLUMLP,
-    check_choice,
-    check_positive,
     init_fla_style,
     lower_bounded_log_forget,
-    scaled_dim,
 )
-
-
-@dataclass
-class HGRNConfig:
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    expand_ratio: float = 1.0
-    use_lower_bound: bool = True
-    hidden_ratio: float = 4.0  # SwiGLU MLP size, see ``swiglu_hidden_dim``
-    norm_eps: float = 1e-6
-    chunk_size: int = 8  # 8 was fastest on CPU for E = 64 (the 3-D decay tensor grows with it)
-    backend: str = "auto"
-
-    def __post_init__(self):
-        for name in ("embedding_dim", "num_blocks", "expand_ratio", "hidden_ratio", "norm_eps", "chunk_size"):
-            check_positive("hgrn", name, getattr(self, name))
-        check_choice("hgrn", "use_lower_bound", self.use_lower_bound, (True, False))
-        check_choice("hgrn", "backend", self.backend, BACKENDS)
-        scaled_dim("hgrn", "expand_ratio", self.embedding_dim, self.expand_ratio)  # raises unless an integer
-
-    @property
-    def inner_dim(self) -> int:
-        return scaled_dim("hgrn", "expand_ratio", self.embedding_dim, self.expand_ratio)
+from models.linear_rnn.config import HGRNConfig
 
 
 class HGRNLayer(nn.Module):
@@ -96,7 +68,3 @@ class HGRNStack(LowerBoundedStack):
         super().__init__(blocks, nn.RMSNorm(D, eps=config.norm_eps), config.inner_dim, config.use_lower_bound)
         self.config = config
         init_fla_style(self)
-
-
-def build_hgrn(embedding_dim: int = 128, num_blocks: int = 2, **options) -> HGRNStack:
-    return HGRNStack(HGRNConfig(embedding_dim=embedding_dim, num_blocks=num_blocks, **options))

@@ -9,49 +9,21 @@ MLP (hidden_ratio 4), learnable lower bounds per block, final RMSNorm. Defaults 
 need expand_ratio <= embedding_dim (e.g. 64 at D = 64: one head with a 64 x 64 state).
 """
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from kernels.linear_attention import hgrn2, hgrn2_step
 from models.linear_rnn.common import (
-    BACKENDS,
     LowerBoundedStack,
     PreNormBlock,
     SwiGLUMLP,
-    check_choice,
-    check_divisible,
-    check_positive,
     init_fla_style,
     lower_bounded_log_forget,
 )
+from models.linear_rnn.config import HGRN2Config
 
 OUTPUT_NORM_EPS = 1e-5  # fla applies this norm through rms_norm_linear, whose default eps ignores norm_eps
-
-
-@dataclass
-class HGRN2Config:
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    expand_ratio: int = 128  # key dims per head, i.e. the state expansion
-    use_lower_bound: bool = True
-    hidden_ratio: float = 4.0  # SwiGLU MLP size, see ``swiglu_hidden_dim``
-    norm_eps: float = 1e-6
-    chunk_size: int = 8  # 8 was fastest on CPU for E = 64 (the 3-D decay tensor grows with it)
-    backend: str = "auto"
-
-    def __post_init__(self):
-        for name in ("embedding_dim", "num_blocks", "expand_ratio", "hidden_ratio", "norm_eps", "chunk_size"):
-            check_positive("hgrn2", name, getattr(self, name))
-        check_choice("hgrn2", "use_lower_bound", self.use_lower_bound, (True, False))
-        check_choice("hgrn2", "backend", self.backend, BACKENDS)
-        check_divisible("hgrn2", "embedding_dim", self.embedding_dim, "expand_ratio", self.expand_ratio)
-
-    @property
-    def num_heads(self) -> int:
-        return self.embedding_dim // self.expand_ratio
 
 
 class HGRN2Layer(nn.Module):
@@ -101,7 +73,3 @@ class HGRN2Stack(LowerBoundedStack):
         super().__init__(blocks, nn.RMSNorm(D, eps=config.norm_eps), D, config.use_lower_bound)
         self.config = config
         init_fla_style(self)
-
-
-def build_hgrn2(embedding_dim: int = 128, num_blocks: int = 2, **options) -> HGRN2Stack:
-    return HGRN2Stack(HGRN2Config(embedding_dim=embedding_dim, num_blocks=num_blocks, **options))

@@ -8,58 +8,19 @@ D = 1024 and 24 blocks give 417.7M, not the paper's 431M (Table spaj15b_model_re
 family's docstring.
 """
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 
 from kernels.linear_attention import retention, retention_step, retnet_log_decays
 from models.linear_rnn.common import (
-    BACKENDS,
     GatedRMSNorm,
     PreNormBlock,
     ResidualStack,
     RotaryEmbedding,
     SwiGLUMLP,
-    check_choice,
-    check_divisible,
-    check_positive,
     init_fla_style,
-    scaled_dim,
 )
-
-
-@dataclass
-class RetNetConfig:
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    num_heads: int = 8
-    expand_k: float = 1.0
-    expand_v: float = 2.0
-    hidden_ratio: float = 2.0  # SwiGLU MLP size, see ``swiglu_hidden_dim``
-    rope_base: float = 10000.0
-    norm_eps: float = 1e-6
-    chunk_size: int = 64
-    backend: str = "auto"
-
-    def __post_init__(self):
-        for name in ("embedding_dim", "num_blocks", "num_heads", "hidden_ratio", "rope_base", "norm_eps", "chunk_size"):
-            check_positive("retnet", name, getattr(self, name))
-        check_choice("retnet", "backend", self.backend, BACKENDS)
-        check_divisible("retnet", "key_dim", self.key_dim, "num_heads", self.num_heads)
-        check_divisible("retnet", "value_dim", self.value_dim, "num_heads", self.num_heads)
-        if (self.key_dim // self.num_heads) % 2:
-            raise ValueError(
-                f"retnet: the head key dim {self.key_dim // self.num_heads} must be even for rotary positions"
-            )
-
-    @property
-    def key_dim(self) -> int:
-        return scaled_dim("retnet", "expand_k", self.embedding_dim, self.expand_k)
-
-    @property
-    def value_dim(self) -> int:
-        return scaled_dim("retnet", "expand_v", self.embedding_dim, self.expand_v)
+from models.linear_rnn.config import RetNetConfig
 
 
 class MultiScaleRetention(nn.Module):
@@ -120,7 +81,3 @@ class RetNetStack(ResidualStack):
         super().__init__(blocks, nn.RMSNorm(D, eps=config.norm_eps))
         self.config = config
         init_fla_style(self)
-
-
-def build_retnet(embedding_dim: int = 128, num_blocks: int = 2, **options) -> RetNetStack:
-    return RetNetStack(RetNetConfig(embedding_dim=embedding_dim, num_blocks=num_blocks, **options))

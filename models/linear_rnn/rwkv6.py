@@ -15,73 +15,15 @@ RWKV-LM's initialisation); fla's defaults differ (key dim D / 2, 4 heads) and do
 paper's counts, which the official key dim D does (Table spaj_peaklr).
 """
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from kernels.linear_attention import rwkv6, rwkv6_step
-from models.linear_rnn.common import (
-    BACKENDS,
-    ResidualStack,
-    check_choice,
-    check_divisible,
-    check_positive,
-    scaled_dim,
-    token_shift,
-)
+from models.linear_rnn.common import ResidualStack, token_shift
+from models.linear_rnn.config import RWKV6Config
 
 DDLERP_TARGETS = ("w", "k", "v", "r", "g")  # the five data-dependent token-shift mixes, official order
-
-
-@dataclass
-class RWKV6Config:
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    head_size: int = 64
-    expand_k: float = 1.0
-    expand_v: float = 1.0
-    hidden_ratio: float = 3.5  # channel-mix size: hidden_ratio * D rounded up to a multiple of 32
-    proj_low_rank_dim: int = 32  # ddlerp LoRA rank per target
-    gate_low_rank_dim: int = 64  # decay LoRA rank
-    norm_eps: float = 1e-5
-    group_norm_eps: float = 64e-5  # official: 1e-5 * head_size_divisor^2, divisor 8
-    chunk_size: int = 8  # 8 was fastest on CPU for E = 64 (the 3-D decay tensor grows with it)
-    backend: str = "auto"
-
-    def __post_init__(self):
-        for name in (
-            "embedding_dim",
-            "num_blocks",
-            "head_size",
-            "hidden_ratio",
-            "proj_low_rank_dim",
-            "gate_low_rank_dim",
-            "norm_eps",
-            "group_norm_eps",
-            "chunk_size",
-        ):
-            check_positive("rwkv6", name, getattr(self, name))
-        check_choice("rwkv6", "backend", self.backend, BACKENDS)
-        check_divisible("rwkv6", "key_dim", self.key_dim, "head_size", self.head_size)
-        check_divisible("rwkv6", "value_dim", self.value_dim, "num_heads", self.num_heads)
-
-    @property
-    def key_dim(self) -> int:
-        return scaled_dim("rwkv6", "expand_k", self.embedding_dim, self.expand_k)
-
-    @property
-    def value_dim(self) -> int:
-        return scaled_dim("rwkv6", "expand_v", self.embedding_dim, self.expand_v)
-
-    @property
-    def num_heads(self) -> int:
-        return self.key_dim // self.head_size
-
-    @property
-    def ffn_dim(self) -> int:
-        return 32 * -(-int(self.embedding_dim * self.hidden_ratio) // 32)
 
 
 def _channel_ramp(dim: int, like: torch.Tensor) -> torch.Tensor:
@@ -275,7 +217,3 @@ class RWKV6Stack(ResidualStack):
         blocks = [RWKV6Block(config, index) for index in range(config.num_blocks)]
         super().__init__(blocks, nn.LayerNorm(config.embedding_dim, eps=config.norm_eps))
         self.config = config
-
-
-def build_rwkv6(embedding_dim: int = 128, num_blocks: int = 2, **options) -> RWKV6Stack:
-    return RWKV6Stack(RWKV6Config(embedding_dim=embedding_dim, num_blocks=num_blocks, **options))

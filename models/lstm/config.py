@@ -1,20 +1,10 @@
-"""Configs of the three LSTM baselines and their size presets; validated on construction."""
+"""Configs of the three LSTM baselines, by backbone name, and their size presets; validated on construction.
 
-from dataclasses import dataclass, fields
+Torch-free, so that a run config is checked before torch is imported."""
 
+from dataclasses import dataclass
 
-def _check_positive(owner: str, name: str, value) -> None:
-    if value <= 0:
-        raise ValueError(f"{owner}.{name}={value!r} must be positive")
-
-
-def config_from(kind: type, owner: str, **options):
-    """``kind(**options)``, naming the valid fields when an option is unknown (e.g. from a YAML override)."""
-    valid = [field.name for field in fields(kind)]
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise ValueError(f"unknown {owner} option(s) {unknown}; valid choices: {valid}")
-    return kind(**options)
+from models.config_checks import backbone_config, check_positive
 
 
 @dataclass
@@ -26,8 +16,8 @@ class LSTMConfig:
     num_blocks: int = 2
 
     def __post_init__(self):
-        _check_positive("lstm", "embedding_dim", self.embedding_dim)
-        _check_positive("lstm", "num_blocks", self.num_blocks)
+        check_positive("lstm", "embedding_dim", self.embedding_dim)
+        check_positive("lstm", "num_blocks", self.num_blocks)
 
 
 @dataclass
@@ -42,9 +32,9 @@ class ResidualLSTMConfig:
     norm_eps: float = 1e-5
 
     def __post_init__(self):
-        _check_positive("lstm_residual", "embedding_dim", self.embedding_dim)
-        _check_positive("lstm_residual", "num_blocks", self.num_blocks)
-        _check_positive("lstm_residual", "norm_eps", self.norm_eps)
+        check_positive("lstm_residual", "embedding_dim", self.embedding_dim)
+        check_positive("lstm_residual", "num_blocks", self.num_blocks)
+        check_positive("lstm_residual", "norm_eps", self.norm_eps)
 
 
 @dataclass
@@ -63,10 +53,10 @@ class LSTMBlockConfig:
     norm_eps: float = 1e-5
 
     def __post_init__(self):
-        _check_positive("lstm_block", "embedding_dim", self.embedding_dim)
-        _check_positive("lstm_block", "num_blocks", self.num_blocks)
-        _check_positive("lstm_block", "ffn_proj_factor", self.ffn_proj_factor)
-        _check_positive("lstm_block", "norm_eps", self.norm_eps)
+        check_positive("lstm_block", "embedding_dim", self.embedding_dim)
+        check_positive("lstm_block", "num_blocks", self.num_blocks)
+        check_positive("lstm_block", "ffn_proj_factor", self.ffn_proj_factor)
+        check_positive("lstm_block", "norm_eps", self.norm_eps)
         inner = self.ffn_proj_factor * self.embedding_dim
         if inner != int(inner):
             raise ValueError(
@@ -94,3 +84,11 @@ LANGUAGE_MODEL_PRESETS = {
   network", i.e. the 48 layers become 24 LSTM + 24 MLP at E = 1024; Vaswani et al.'s factor 4 without biases
   gives 505.92M.
 """
+
+
+CONFIGS = {
+    "lstm": backbone_config(LSTMConfig, "lstm"),
+    "lstm_residual": backbone_config(ResidualLSTMConfig, "lstm_residual"),
+    "lstm_block": backbone_config(LSTMBlockConfig, "lstm_block"),
+}
+TIED_EMBEDDINGS: set[str] = set()

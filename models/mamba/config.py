@@ -1,14 +1,13 @@
-"""Config of the Mamba backbone and its size presets; validated on construction."""
+"""Config of the Mamba backbone, by backbone name, and its size presets; validated on construction.
+
+Torch-free, so that a run config is checked before torch is imported."""
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+
+from models.config_checks import backbone_config, check_choice, check_positive
 
 BACKENDS = ("auto", "torch", "mamba_ssm")
-
-
-def _check_positive(name: str, value) -> None:
-    if value <= 0:
-        raise ValueError(f"mamba.{name}={value!r} must be positive")
 
 
 @dataclass
@@ -38,15 +37,14 @@ class MambaConfig:
     def __post_init__(self):
         for name in ("embedding_dim", "num_blocks", "state_dim", "conv_kernel_size", "expand", "dt_min", "dt_max",
                      "dt_init_floor", "dt_scale", "norm_eps", "chunk_size"):
-            _check_positive(name, getattr(self, name))
+            check_positive("mamba", name, getattr(self, name))
         if self.dt_rank is not None:
-            _check_positive("dt_rank", self.dt_rank)
+            check_positive("mamba", "dt_rank", self.dt_rank)
         if self.dt_min > self.dt_max:
             raise ValueError(f"mamba.dt_min={self.dt_min!r} must not exceed mamba.dt_max={self.dt_max!r}")
         if self.chunk_size & (self.chunk_size - 1):
             raise ValueError(f"mamba.chunk_size={self.chunk_size!r} must be a power of two (1, 2, 4, 8, ...)")
-        if self.backend not in BACKENDS:
-            raise ValueError(f"mamba.backend={self.backend!r} is not valid; valid choices: {list(BACKENDS)}")
+        check_choice("mamba", "backend", self.backend, BACKENDS)
 
     @property
     def inner_dim(self) -> int:
@@ -57,14 +55,7 @@ class MambaConfig:
         return self.dt_rank if self.dt_rank is not None else math.ceil(self.embedding_dim / 16)
 
 
-def config_from(**options) -> MambaConfig:
-    """``MambaConfig(**options)``, naming the valid fields when an option is unknown (e.g. from a YAML override)."""
-    valid = [field.name for field in fields(MambaConfig)]
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise ValueError(f"unknown mamba option(s) {unknown}; valid choices: {valid}")
-    return MambaConfig(**options)
-
+CONFIGS = {"mamba": backbone_config(MambaConfig, "mamba")}
 
 # Table spaj_peaklr: embedding dim and blocks per size; untied head over the GPT-2 vocabulary padded to 50304.
 LANGUAGE_MODEL_PRESETS = {
@@ -76,3 +67,5 @@ LANGUAGE_MODEL_PRESETS = {
         "2.7b": {"embedding_dim": 2560, "num_blocks": 64},
     }
 }
+
+TIED_EMBEDDINGS: set[str] = set()

@@ -1,13 +1,12 @@
-"""Config of the RWKV-4 backbone and its size presets; validated on construction."""
+"""Config of the RWKV-4 backbone, by backbone name, and its size presets; validated on construction.
 
-from dataclasses import dataclass, fields
+Torch-free, so that a run config is checked before torch is imported."""
+
+from dataclasses import dataclass
+
+from models.config_checks import backbone_config, check_choice, check_positive
 
 BACKENDS = ("auto", "torch")
-
-
-def _check_positive(name: str, value) -> None:
-    if value <= 0:
-        raise ValueError(f"rwkv4.{name}={value!r} must be positive")
 
 
 @dataclass
@@ -27,28 +26,20 @@ class RWKV4Config:
 
     def __post_init__(self):
         for name in ("embedding_dim", "num_blocks", "ffn_proj_factor", "norm_eps", "chunk_size"):
-            _check_positive(name, getattr(self, name))
+            check_positive("rwkv4", name, getattr(self, name))
         if self.ffn_inner_dim != self.ffn_proj_factor * self.embedding_dim:
             raise ValueError(
                 f"rwkv4.ffn_proj_factor={self.ffn_proj_factor!r} times embedding_dim={self.embedding_dim} must be a "
                 f"whole number of channel-mix units"
             )
-        if self.backend not in BACKENDS:
-            raise ValueError(f"rwkv4.backend={self.backend!r} is not valid; valid choices: {list(BACKENDS)}")
+        check_choice("rwkv4", "backend", self.backend, BACKENDS)
 
     @property
     def ffn_inner_dim(self) -> int:
         return int(self.ffn_proj_factor * self.embedding_dim)
 
 
-def config_from(**options) -> RWKV4Config:
-    """``RWKV4Config(**options)``, naming the valid fields when an option is unknown (e.g. from a YAML override)."""
-    valid = [field.name for field in fields(RWKV4Config)]
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise ValueError(f"unknown rwkv4 option(s) {unknown}; valid choices: {valid}")
-    return RWKV4Config(**options)
-
+CONFIGS = {"rwkv4": backbone_config(RWKV4Config, "rwkv4")}
 
 # Table spaj_peaklr: embedding dim and blocks per size; untied head over the GPT-2 vocabulary padded to 50304.
 LANGUAGE_MODEL_PRESETS = {
@@ -60,3 +51,5 @@ LANGUAGE_MODEL_PRESETS = {
         "2.7b": {"embedding_dim": 2560, "num_blocks": 32},
     }
 }
+
+TIED_EMBEDDINGS: set[str] = set()

@@ -16,7 +16,6 @@ the xLSTM paper cites, 64b7fe4):
 A one-block stack (which the repository cannot build) uses 0 for the layer ratio that divides by num_blocks - 1.
 """
 
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -24,33 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from kernels.wkv5 import wkv5, wkv5_step
-
-
-@dataclass
-class RWKV5Config:
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    head_size: int = 64
-    head_size_divisor: float = 8.0
-    ffn_dim: int | None = None  # None: 4 D rounded down to a multiple of 32
-    norm_eps: float = 1e-5
-    chunk_size: int = 16
-    backend: str = "auto"
-
-    def __post_init__(self):
-        for name in ("embedding_dim", "num_blocks", "head_size", "head_size_divisor", "norm_eps", "chunk_size"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"rwkv5.{name}={getattr(self, name)!r} must be positive")
-        if self.embedding_dim % self.head_size:
-            raise ValueError(f"rwkv5.head_size={self.head_size} must divide rwkv5.embedding_dim={self.embedding_dim}")
-        if self.ffn_dim is None:
-            self.ffn_dim = max(32, 4 * self.embedding_dim // 32 * 32)
-        if self.ffn_dim <= 0:
-            raise ValueError(f"rwkv5.ffn_dim={self.ffn_dim!r} must be positive")
-
-    @property
-    def num_heads(self) -> int:
-        return self.embedding_dim // self.head_size
+from models.rwkv5.config import RWKV5Config
 
 
 def _token_shift(x: torch.Tensor) -> torch.Tensor:

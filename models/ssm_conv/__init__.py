@@ -9,41 +9,6 @@ Presets (Table spaj15b_model_results, 350M class; untied head, GPT-2 vocabulary 
   w 14, l_max 2048): 436.0M against 435M (+0.2 %); with the default filter (emb_dim 3) 434.5M. The default order 2
   gives 409.1M (-6 %). Order 3 is a setting of Hyena's own operator that reaches the paper's count at these
   dimensions, so we take it to be what was trained; this is an inference, the xLSTM paper does not say.
+
+Configs, presets and tied names in ``config`` (torch-free), builders in ``backbones``.
 """
-
-from typing import Callable
-
-from torch import nn
-
-from models.ssm_conv.common import GeLUMLP, ResidualBlock, ResidualStack
-from models.ssm_conv.h3 import DiagonalSSM, H3Config, H3Layer, ShiftSSM, build_h3
-from models.ssm_conv.hyena import HyenaConfig, HyenaOperator, ImplicitFilter, build_hyena
-
-BACKBONES: dict[str, Callable[..., nn.Module]] = {"h3": build_h3, "hyena": build_hyena}
-
-_PILE_HYENA_FILTER = dict(filter_embedding_dim=33, filter_sine_frequency=14.0, max_length=2048)
-
-LANGUAGE_MODEL_PRESETS: dict[str, dict[str, dict]] = {
-    "h3": {"350m": dict(embedding_dim=1024, num_blocks=24)},
-    "hyena": {"350m": dict(embedding_dim=1024, num_blocks=24, order=3, **_PILE_HYENA_FILTER)},
-}
-
-TIED_EMBEDDINGS: set[str] = set()
-
-__all__ = [
-    "BACKBONES",
-    "LANGUAGE_MODEL_PRESETS",
-    "TIED_EMBEDDINGS",
-    "DiagonalSSM",
-    "GeLUMLP",
-    "H3Config",
-    "H3Layer",
-    "HyenaConfig",
-    "HyenaOperator",
-    "ImplicitFilter",
-    "ResidualBlock",
-    "ResidualStack",
-    "ShiftSSM",
-    "build_h3",
-    "build_hyena",
-]

@@ -1,5 +1,5 @@
 """What H3 and Hyena share: GPT-style pre-LayerNorm residual blocks (mixer, then a GeLU MLP), the stack with its
-final LayerNorm, GPT-2 initialisation and config checks.
+final LayerNorm and GPT-2 initialisation.
 
 As the safari / H3 reference language models (flash-attn ``Block`` with ``prenorm=True``): ``x + mixer(ln(x))``,
 then ``x + mlp(ln(x))``; LayerNorm with bias, eps 1e-5; MLP ``fc2(gelu_tanh(fc1(x)))`` with biases, hidden
@@ -8,7 +8,6 @@ N(0, 0.02) with zero bias, the MLP's output projection (and the mixer's where th
 ``out_proj``) N(0, 0.02 / sqrt(2 num_blocks)).
 """
 
-import dataclasses
 import math
 from typing import Any, Iterable
 
@@ -16,27 +15,6 @@ import torch
 from torch import nn
 
 from models.transformers.gpt import GeLUMLP
-
-
-def make_config(config_class: type, owner: str, options: dict) -> Any:
-    """``config_class(**options)``, naming unknown options and the valid ones."""
-    valid = [field.name for field in dataclasses.fields(config_class)]
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise ValueError(f"unknown {owner} option(s) {unknown}; valid choices: {valid}")
-    return config_class(**options)
-
-
-def check_positive(owner: str, config: Any, names: Iterable[str]) -> None:
-    for name in names:
-        value = getattr(config, name)
-        if value <= 0:
-            raise ValueError(f"{owner}.{name}={value!r} must be positive")
-
-
-def check_choice(owner: str, name: str, value: Any, choices: Iterable) -> None:
-    if value not in choices:
-        raise ValueError(f"{owner}.{name}={value!r} is not valid; valid choices: {list(choices)}")
 
 
 class ResidualBlock(nn.Module):

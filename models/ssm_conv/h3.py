@@ -17,46 +17,13 @@ SSM parameters are named so the shared weight-decay rule leaves them undecayed, 
 """
 
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from kernels.long_conv import METHODS, causal_conv
-from models.ssm_conv.common import (
-    ResidualBlock,
-    ResidualStack,
-    check_choice,
-    check_positive,
-    gpt2_init,
-    make_config,
-)
-
-
-@dataclass
-class H3Config:
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    state_dim: int = 64  # N: length of the shift SSM, 2 x the complex modes of the diagonal SSM
-    head_dim: int = 1
-    dt_min: float = 0.001
-    dt_max: float = 0.1
-    mlp_factor: int = 4
-    norm_eps: float = 1e-5
-    init_std: float = 0.02
-    conv_method: str = "fft"
-    backend: str = "auto"
-
-    def __post_init__(self):
-        check_positive("h3", self, ("embedding_dim", "num_blocks", "state_dim", "head_dim", "dt_min", "dt_max",
-                                    "mlp_factor", "norm_eps", "init_std"))
-        check_choice("h3", "conv_method", self.conv_method, METHODS)
-        if self.state_dim % 2:
-            raise ValueError(f"h3.state_dim={self.state_dim} must be even (the diagonal SSM has state_dim / 2 modes)")
-        if self.embedding_dim % self.head_dim:
-            raise ValueError(f"h3.head_dim={self.head_dim} must divide h3.embedding_dim={self.embedding_dim}")
-        if self.dt_min > self.dt_max:
-            raise ValueError(f"h3.dt_min={self.dt_min} must not exceed h3.dt_max={self.dt_max}")
+from kernels.long_conv import causal_conv
+from models.ssm_conv.common import ResidualBlock, ResidualStack, gpt2_init
+from models.ssm_conv.config import H3Config
 
 
 class ShiftSSM(nn.Module):
@@ -182,10 +149,11 @@ class H3Layer(nn.Module):
         return self.out_proj(y.flatten(1)), {"shift": shift_state, "diag": diag_state}
 
 
-def build_h3(embedding_dim: int = 128, num_blocks: int = 2, **options) -> ResidualStack:
-    config = make_config(H3Config, "h3", dict(embedding_dim=embedding_dim, num_blocks=num_blocks, **options))
-    blocks = [ResidualBlock(H3Layer(config), embedding_dim, config.mlp_factor, config.norm_eps)
-              for _ in range(num_blocks)]
-    stack = ResidualStack(config, blocks)
-    gpt2_init(stack, config.init_std, rescaled=[block.mlp.down_proj for block in stack.blocks])
-    return stack
+class H3Stack(ResidualStack):
+    """The H3 backbone: (B, S, D) -> (B, S, D); blocks of H3 layer + GeLU MLP, a final LayerNorm, GPT-2 init."""
+
+    def __init__(self, config: H3Config):
+        blocks = [ResidualBlock(H3Layer(config), config.embedding_dim, config.mlp_factor, config.norm_eps)
+                  for _ in range(config.num_blocks)]
+        super().__init__(config, blocks)
+        gpt2_init(self, config.init_std, rescaled=[block.mlp.down_proj for block in self.blocks])

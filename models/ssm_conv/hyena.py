@@ -22,55 +22,18 @@ long convolution; its state grows with the position (not constant memory, unlike
 """
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
-from kernels.long_conv import METHODS, causal_conv, causal_conv_step
-from models.ssm_conv.common import (
-    ResidualBlock,
-    ResidualStack,
-    check_choice,
-    check_positive,
-    gpt2_init,
-    make_config,
-)
+from kernels.long_conv import causal_conv, causal_conv_step
+from models.ssm_conv.common import ResidualBlock, ResidualStack, gpt2_init
+from models.ssm_conv.config import HyenaConfig
 from models.xlstm.components import CausalConv1d
 
 # Exponential modulation of the filters (safari ExponentialModulation defaults).
 FAST_DECAY_PCT, SLOW_DECAY_PCT, DECAY_TARGET = 0.3, 1.5, 1e-2
-
-
-@dataclass
-class HyenaConfig:
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    order: int = 2
-    max_length: int = 2048  # l_max: positions of the filters' positional encoding
-    filter_width: int = 64  # filter_order: width of the filter FFN
-    filter_embedding_dim: int = 3  # emb_dim: time plus (emb_dim - 1) / 2 cosine/sine bands; odd, >= 3
-    filter_sine_frequency: float = 1.0  # w
-    filter_inner_layers: int = 2  # num_inner_mlps
-    modulate: bool = True
-    short_conv_size: int = 3  # short_filter_order
-    mlp_factor: int = 4
-    norm_eps: float = 1e-5
-    init_std: float = 0.02
-    conv_method: str = "fft"
-    backend: str = "auto"
-
-    def __post_init__(self):
-        check_positive("hyena", self, ("embedding_dim", "num_blocks", "max_length", "filter_width",
-                                       "short_conv_size", "mlp_factor", "norm_eps", "init_std"))
-        check_choice("hyena", "conv_method", self.conv_method, METHODS)
-        if self.order < 2:
-            raise ValueError(f"hyena.order={self.order} must be at least 2")
-        if self.filter_embedding_dim < 3 or self.filter_embedding_dim % 2 == 0:
-            raise ValueError(f"hyena.filter_embedding_dim={self.filter_embedding_dim} must be odd and at least 3")
-        if self.filter_inner_layers < 0:
-            raise ValueError(f"hyena.filter_inner_layers={self.filter_inner_layers} must be >= 0")
 
 
 def _positional_encoding(length: int, embedding_dim: int) -> torch.Tensor:
@@ -166,11 +129,13 @@ class HyenaOperator(nn.Module):
         return self.out_proj(v * gates[0]), {"short_conv": short_conv, "inputs": inputs}
 
 
-def build_hyena(embedding_dim: int = 128, num_blocks: int = 2, **options) -> ResidualStack:
-    config = make_config(HyenaConfig, "hyena", dict(embedding_dim=embedding_dim, num_blocks=num_blocks, **options))
-    blocks = [ResidualBlock(HyenaOperator(config), embedding_dim, config.mlp_factor, config.norm_eps)
-              for _ in range(num_blocks)]
-    stack = ResidualStack(config, blocks)
-    rescaled = [linear for block in stack.blocks for linear in (block.mixer.out_proj, block.mlp.down_proj)]
-    gpt2_init(stack, config.init_std, rescaled=rescaled)
-    return stack
+class HyenaStack(ResidualStack):
+    """The Hyena backbone: (B, S, D) -> (B, S, D) for S <= max_length; blocks of Hyena operator + GeLU MLP, a final
+    LayerNorm, GPT-2 init."""
+
+    def __init__(self, config: HyenaConfig):
+        blocks = [ResidualBlock(HyenaOperator(config), config.embedding_dim, config.mlp_factor, config.norm_eps)
+                  for _ in range(config.num_blocks)]
+        super().__init__(config, blocks)
+        rescaled = [linear for block in self.blocks for linear in (block.mixer.out_proj, block.mlp.down_proj)]
+        gpt2_init(self, config.init_std, rescaled=rescaled)

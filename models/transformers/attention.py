@@ -18,16 +18,13 @@ class CausalSelfAttention(nn.Module):
     """Scaled dot-product attention over the past; rotary positions on q and k when ``rope_theta`` is given.
 
     q, k and v have separate projections (features head after head): on CPU that is faster than one fused
-    projection, whose q, k, v slices are strided."""
+    projection, whose q, k, v slices are strided. The configs check that ``num_heads`` divides ``embedding_dim``
+    and, with rotary positions, leaves an even head dim."""
 
     def __init__(self, embedding_dim: int, num_heads: int, *, bias: bool, rope_theta: float | None = None):
         super().__init__()
-        if embedding_dim % num_heads:
-            raise ValueError(f"num_heads={num_heads} must divide embedding_dim={embedding_dim}")
         self.num_heads = num_heads
         self.head_dim = embedding_dim // num_heads
-        if rope_theta is not None and self.head_dim % 2:
-            raise ValueError(f"rotary positions need an even head dim, got {self.head_dim} = {embedding_dim} / {num_heads}")
         self.rope_theta = rope_theta
         self.q_proj = nn.Linear(embedding_dim, embedding_dim, bias=bias)
         self.k_proj = nn.Linear(embedding_dim, embedding_dim, bias=bias)

@@ -10,7 +10,6 @@ Choices where the xLSTM paper leaves details open:
 """
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -18,28 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from models.transformers.attention import CausalSelfAttention
-
-DEFAULT_HEAD_DIM = 64
-
-
-@dataclass
-class GPT3Config:
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    num_heads: int | None = None  # None: embedding_dim // 64 heads (at least one)
-    ffn_factor: int = 4
-    max_context_length: int = 2048
-    norm_eps: float = 1e-5
-    init_std: float = 0.02
-
-    def __post_init__(self):
-        for name in ("embedding_dim", "num_blocks", "ffn_factor", "max_context_length", "norm_eps", "init_std"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"gpt3.{name}={getattr(self, name)!r} must be positive")
-        if self.num_heads is None:
-            self.num_heads = max(1, self.embedding_dim // DEFAULT_HEAD_DIM)
-        if self.num_heads <= 0 or self.embedding_dim % self.num_heads:
-            raise ValueError(f"gpt3.num_heads={self.num_heads} must be positive and divide embedding_dim={self.embedding_dim}")
+from models.transformers.config import GPT3Config
 
 
 class GeLUMLP(nn.Module):

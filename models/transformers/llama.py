@@ -9,8 +9,6 @@ Choices where the xLSTM paper leaves details open:
   reference code has no training initialisation).
 """
 
-import math
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -18,35 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from models.transformers.attention import CausalSelfAttention
-
-DEFAULT_HEAD_DIM = 64
-
-
-@dataclass
-class LlamaConfig:
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    num_heads: int | None = None  # None: embedding_dim // 64 heads (at least one)
-    ffn_hidden_dim: int | None = None  # None: 8/3 embedding_dim rounded up to a multiple of ffn_multiple_of
-    ffn_multiple_of: int = 64
-    rope_theta: float = 10000.0
-    norm_eps: float = 1e-5
-    init_std: float = 0.02
-
-    def __post_init__(self):
-        for name in ("embedding_dim", "num_blocks", "ffn_multiple_of", "rope_theta", "norm_eps", "init_std"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"llama.{name}={getattr(self, name)!r} must be positive")
-        if self.num_heads is None:
-            self.num_heads = max(1, self.embedding_dim // DEFAULT_HEAD_DIM)
-        if self.num_heads <= 0 or self.embedding_dim % self.num_heads:
-            raise ValueError(f"llama.num_heads={self.num_heads} must be positive and divide embedding_dim={self.embedding_dim}")
-        if (self.embedding_dim // self.num_heads) % 2:
-            raise ValueError(f"llama.num_heads={self.num_heads} gives an odd head dim; rotary positions need an even one")
-        if self.ffn_hidden_dim is None:
-            self.ffn_hidden_dim = self.ffn_multiple_of * math.ceil(8 * self.embedding_dim / 3 / self.ffn_multiple_of)
-        if self.ffn_hidden_dim <= 0:
-            raise ValueError(f"llama.ffn_hidden_dim={self.ffn_hidden_dim} must be positive")
+from models.transformers.config import LlamaConfig
 
 
 class SwiGLU(nn.Module):

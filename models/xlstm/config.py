@@ -3,21 +3,13 @@
 import math
 from dataclasses import dataclass, field
 
+from models.config_checks import check_choice, check_positive, config_from
+
 FORGET_GATES = ("sigmoid", "exp")
 MLSTM_FORMULATIONS = ("parallel", "chunkwise", "recurrent")
 SLSTM_BIAS_INITS = ("powerlaw_blockdependent", "small_init", "standard")
 SLSTM_RECURRENT_INITS = ("zeros", "standard")
 FEEDFORWARD_ACTIVATIONS = ("gelu", "relu", "relu^2", "swish")
-
-
-def _check_choice(owner: str, name: str, value, choices) -> None:
-    if value not in choices:
-        raise ValueError(f"{owner}.{name}={value!r} is not valid; valid choices: {list(choices)}")
-
-
-def _check_positive(owner: str, name: str, value) -> None:
-    if value <= 0:
-        raise ValueError(f"{owner}.{name}={value!r} must be positive")
 
 
 def round_up(value: float, multiple: int) -> int:
@@ -42,10 +34,10 @@ class MLSTMLayerConfig:
     backend: str = "auto"
 
     def __post_init__(self):
-        _check_choice("mlstm", "forget_gate", self.forget_gate, FORGET_GATES)
-        _check_choice("mlstm", "formulation", self.formulation, MLSTM_FORMULATIONS)
+        check_choice("mlstm", "forget_gate", self.forget_gate, FORGET_GATES)
+        check_choice("mlstm", "formulation", self.formulation, MLSTM_FORMULATIONS)
         for name in ("num_heads", "proj_factor", "qkv_proj_blocksize", "chunk_size", "round_proj_up_to"):
-            _check_positive("mlstm", name, getattr(self, name))
+            check_positive("mlstm", name, getattr(self, name))
         if self.conv1d_kernel_size < 0:
             raise ValueError(f"mlstm.conv1d_kernel_size={self.conv1d_kernel_size} must be >= 0 (0 disables the convolution)")
 
@@ -72,14 +64,14 @@ class SLSTMLayerConfig:
     backend: str = "auto"
 
     def __post_init__(self):
-        _check_choice("slstm", "forget_gate", self.forget_gate, FORGET_GATES)
-        _check_choice("slstm", "bias_init", self.bias_init, SLSTM_BIAS_INITS)
-        _check_choice("slstm", "recurrent_weight_init", self.recurrent_weight_init, SLSTM_RECURRENT_INITS)
-        _check_positive("slstm", "num_heads", self.num_heads)
+        check_choice("slstm", "forget_gate", self.forget_gate, FORGET_GATES)
+        check_choice("slstm", "bias_init", self.bias_init, SLSTM_BIAS_INITS)
+        check_choice("slstm", "recurrent_weight_init", self.recurrent_weight_init, SLSTM_RECURRENT_INITS)
+        check_positive("slstm", "num_heads", self.num_heads)
         if self.conv1d_kernel_size < 0:
             raise ValueError(f"slstm.conv1d_kernel_size={self.conv1d_kernel_size} must be >= 0 (0 disables the convolution)")
         if self.recurrent_grad_clip is not None:
-            _check_positive("slstm", "recurrent_grad_clip", self.recurrent_grad_clip)
+            check_positive("slstm", "recurrent_grad_clip", self.recurrent_grad_clip)
 
 
 @dataclass
@@ -92,8 +84,8 @@ class FeedForwardConfig:
     bias: bool = False
 
     def __post_init__(self):
-        _check_choice("feedforward", "activation", self.activation, FEEDFORWARD_ACTIVATIONS)
-        _check_positive("feedforward", "proj_factor", self.proj_factor)
+        check_choice("feedforward", "activation", self.activation, FEEDFORWARD_ACTIVATIONS)
+        check_positive("feedforward", "proj_factor", self.proj_factor)
 
     def inner_dim(self, embedding_dim: int) -> int:
         return round_up(self.proj_factor * embedding_dim, self.round_proj_up_to)
@@ -116,9 +108,9 @@ class XLSTMStackConfig:
         for name, kind in (("mlstm", MLSTMLayerConfig), ("slstm", SLSTMLayerConfig), ("feedforward", FeedForwardConfig)):
             value = getattr(self, name)
             if isinstance(value, dict):
-                setattr(self, name, kind(**value))
-        _check_positive("xlstm", "embedding_dim", self.embedding_dim)
-        _check_positive("xlstm", "num_blocks", self.num_blocks)
+                setattr(self, name, config_from(kind, name, **value))
+        check_positive("xlstm", "embedding_dim", self.embedding_dim)
+        check_positive("xlstm", "num_blocks", self.num_blocks)
         self.slstm_at = sorted(self.slstm_at)
         invalid = [index for index in self.slstm_at if not 0 <= index < self.num_blocks]
         if invalid or len(set(self.slstm_at)) != len(self.slstm_at):
@@ -147,5 +139,5 @@ class XLSTMLanguageModelConfig:
 
     def __post_init__(self):
         if isinstance(self.stack, dict):
-            self.stack = XLSTMStackConfig(**self.stack)
-        _check_positive("lm", "vocab_size", self.vocab_size)
+            self.stack = config_from(XLSTMStackConfig, "xlstm", **self.stack)
+        check_positive("lm", "vocab_size", self.vocab_size)

@@ -1,5 +1,6 @@
-"""The paper's xLSTM configurations by ratio and size (Table spaj_peaklr, Appendix D)."""
+"""The paper's xLSTM configurations by ratio and size (Table spaj_peaklr, Appendix D); torch-free."""
 
+from models.config_checks import backbone_config, config_from
 from models.xlstm.config import XLSTMLanguageModelConfig, XLSTMStackConfig
 
 GPT2_VOCAB_PADDED = 50304  # GPT-2's 50257 tokens padded to a multiple of 64
@@ -42,12 +43,23 @@ def slstm_positions(ratio: str, num_blocks: int) -> list[int]:
 
 
 def stack_config(ratio: str, embedding_dim: int, num_blocks: int, **overrides) -> XLSTMStackConfig:
-    return XLSTMStackConfig(
-        embedding_dim=embedding_dim,
-        num_blocks=num_blocks,
-        slstm_at=slstm_positions(ratio, num_blocks),
-        **overrides,
-    )
+    if "slstm_at" in overrides:
+        raise ValueError(f"{ratio} places its sLSTM blocks itself; give slstm_at to the `xlstm` backbone instead")
+    return config_from(XLSTMStackConfig, ratio, embedding_dim=embedding_dim, num_blocks=num_blocks,
+                       slstm_at=slstm_positions(ratio, num_blocks), **overrides)
+
+
+def _ratio_config(ratio: str):
+    def make(embedding_dim: int = 128, num_blocks: int = 2, **overrides) -> XLSTMStackConfig:
+        return stack_config(ratio, embedding_dim, num_blocks, **overrides)
+
+    return make
+
+
+# Backbone name -> config function: `xlstm` takes explicit sLSTM positions, the ratios place them.
+CONFIGS = {"xlstm": backbone_config(XLSTMStackConfig, "xlstm")} | {
+    ratio: _ratio_config(ratio) for ratio in RATIOS
+}
 
 
 def language_model_config(ratio: str, size: str, vocab_size: int = GPT2_VOCAB_PADDED) -> XLSTMLanguageModelConfig:

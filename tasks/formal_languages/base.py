@@ -1,4 +1,4 @@
-"""Shared machinery of the formal-language tasks: vocabulary, ragged-array assembly, padding, examples.
+"""Shared machinery of the formal-language tasks: vocabulary, ragged-array assembly, padding (numpy only).
 
 A sample is one sequence `prompt + answer`, padded with [PAD] (id 0) to the batch width. The answer tokens
 are what the model is scored on; in the model input they are replaced by [PAD] (Listing 1 of the paper:
@@ -13,7 +13,6 @@ from __future__ import annotations
 import abc
 
 import numpy as np
-import torch
 
 from tasks.spec import TaskSpec
 
@@ -144,19 +143,6 @@ def assemble(width: int, pieces: list[Piece], answer_piece: int) -> tuple[np.nda
     """Sequences (N, width) of the concatenated pieces and the mask of the positions of `pieces[answer_piece]`."""
     sequences, piece_index, _ = concatenate(width, pieces)
     return sequences, piece_index == answer_piece
-
-
-def make_examples(task: FormalLanguageTask, lengths: np.ndarray,
-                  rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """Model inputs and targets, both (N, max(lengths)) int64.
-
-    inputs: the sequences with [PAD] at the answer positions; targets: the answer tokens at the answer
-    positions and IGNORE_INDEX everywhere else.
-    """
-    sequences, answer_mask = task.sample(lengths, rng)  # (N, L), (N, L)
-    inputs = np.where(answer_mask, 0, sequences)
-    targets = np.where(answer_mask, sequences, IGNORE_INDEX)
-    return torch.from_numpy(inputs), torch.from_numpy(targets)
 
 
 class SymbolTransduction(FormalLanguageTask):

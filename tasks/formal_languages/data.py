@@ -14,13 +14,26 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
-from tasks.formal_languages.base import IGNORE_INDEX, FormalLanguageTask, make_examples
+from tasks.formal_languages.base import IGNORE_INDEX, FormalLanguageTask
 from tasks.formal_languages.registry import get_task
 from tasks.spec import TaskSpec
 
 TRAIN_STREAM, VALIDATION_STREAM, TEST_STREAM = 0, 1, 2  # second entry of the seed sequence
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # inputs (B, L) int64, targets (B, L) int64
+
+
+def make_examples(task: FormalLanguageTask, lengths: np.ndarray,
+                  rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Model inputs and targets, both (N, max(lengths)) int64.
+
+    inputs: the sequences with [PAD] at the answer positions; targets: the answer tokens at the answer
+    positions and IGNORE_INDEX everywhere else.
+    """
+    sequences, answer_mask = task.sample(lengths, rng)  # (N, L), (N, L)
+    inputs = np.where(answer_mask, 0, sequences)
+    targets = np.where(answer_mask, sequences, IGNORE_INDEX)
+    return torch.from_numpy(inputs), torch.from_numpy(targets)
 
 
 def _random_lengths(rng: np.random.Generator, low: int, high: int, count: int) -> np.ndarray:
