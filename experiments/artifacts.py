@@ -5,10 +5,11 @@ import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
+from experiments.cell_composer import CellComposer
 from experiments.configuration import CONFIGS, ConfigError, compose_run_config, config_yaml, load_yaml
 from experiments.validation import validate_run_config
 from models.catalog import known_backbones
@@ -85,7 +86,10 @@ class Artifact:
                 *extra_overrides,
             ]
             cells.append((cell, overrides))
-        runs = [plan_run(self.name, scale, cell, overrides) for cell, overrides in cells]
+        compose = CellComposer(value_keys=list(grid))
+        runs: list[PlannedRun | None] = [None] * len(cells)
+        for index in models_first([cell for cell, _ in cells]):
+            runs[index] = plan_run(self.name, scale, *cells[index], compose=compose)
         check_distinct(runs, extra_overrides)
         return runs
 
@@ -131,12 +135,23 @@ def check_scale(scale: str) -> None:
         raise ValueError(f"unknown scale {scale!r}; valid choices: {list(SCALES)}")
 
 
-def plan_run(artifact: str, scale: str, cell: dict[str, Any], overrides: list[str]) -> PlannedRun:
+def models_first(cells: list[dict[str, Any]]) -> list[int]:
+    """Cell indices, the first cell of every model before the others: an override that breaks one model's config
+    is then found after at most one compose per model."""
+    firsts = {}
+    for index, cell in enumerate(cells):
+        firsts.setdefault(cell.get("model"), index)
+    first_indices = set(firsts.values())
+    return [*firsts.values(), *(index for index in range(len(cells)) if index not in first_indices)]
+
+
+def plan_run(artifact: str, scale: str, cell: dict[str, Any], overrides: list[str],
+             compose: Callable[[list[str]], DictConfig] = compose_run_config) -> PlannedRun:
     """Compose the cell's config (bad overrides raise here), unless its model is not built yet."""
     model = cell.get("model")
     if model is not None and not (CONFIGS / "model" / f"{model}.yaml").exists():
         return PlannedRun(artifact, scale, cell, overrides, unavailable=MODEL_NOT_REGISTERED)
-    config = compose_run_config(overrides)
+    config = compose(overrides)
     if model is not None and not model_is_registered(model):
         return PlannedRun(artifact, scale, cell, overrides, unavailable=MODEL_NOT_REGISTERED)
     validate_run_config(config)

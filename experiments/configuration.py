@@ -23,6 +23,20 @@ def group_choices(group: str) -> list[str]:
 
 def compose_run_config(overrides: list[str]) -> DictConfig:
     """The fully resolved config of one run (``configs/train.yaml`` plus Hydra overrides)."""
+    return resolve_run_config(compose_unresolved(overrides), overrides)
+
+
+def resolve_run_config(config: DictConfig, overrides: list[str]) -> DictConfig:
+    """``config`` (composed from ``overrides``) with its interpolations resolved, in place."""
+    try:
+        OmegaConf.resolve(config)
+    except OmegaConfBaseException as error:
+        raise ConfigError(f"bad override in {list(overrides)}: {error}") from None
+    return config
+
+
+def compose_unresolved(overrides: list[str]) -> DictConfig:
+    """``compose_run_config`` before interpolations are resolved."""
     for override in overrides:
         if "=" not in override:
             raise ConfigError(f"malformed override {override!r}: expected key=value (e.g. optim.lr=1e-3)")
@@ -32,11 +46,9 @@ def compose_run_config(overrides: list[str]) -> DictConfig:
             raise ConfigError(f"unknown {group} {value!r}; valid choices: {group_choices(group)}")
     try:
         with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-            config = compose(config_name="train", overrides=list(overrides))
-        OmegaConf.resolve(config)
+            return compose(config_name="train", overrides=list(overrides))
     except (HydraException, OmegaConfBaseException) as error:
         raise ConfigError(f"bad override in {list(overrides)}: {error}") from None
-    return config
 
 
 def config_yaml(config: DictConfig) -> str:
