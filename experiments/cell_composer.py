@@ -10,9 +10,11 @@ interpolation that could read them; otherwise the cell is composed on its own.
 import copy
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.errors import OverrideParseException
+from hydra.core.override_parser.types import Override
+from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 
+from experiments import compose_cache
 from experiments.configuration import compose_unresolved, resolve_run_config
 
 CONFIG_GROUPS = ("model", "task", "optim", "trainer", "launcher")  # choosing one changes the config's structure
@@ -24,12 +26,13 @@ class CellComposer:
     def __init__(self, value_keys: list[str]):
         self.value_keys = [key for key in value_keys if key not in CONFIG_GROUPS]
         self._parser = OverridesParser.create()
+        self._parsed: dict[str, Override] = {}  # override text -> parsed (grids repeat most overrides)
         self._structures: dict[tuple[str, ...], DictConfig | None] = {}  # None: compose each cell on its own
 
     def __call__(self, overrides: list[str]) -> DictConfig:
         try:
-            parsed = self._parser.parse_overrides(list(overrides))
-        except OverrideParseException:
+            parsed = [self._parse(text) for text in overrides]
+        except HydraException:
             return resolve_run_config(compose_unresolved(overrides), overrides)  # a ConfigError names the override
         keys = [override.key_or_group for override in parsed]
         shared = {index for index, override in enumerate(parsed)
@@ -37,11 +40,9 @@ class CellComposer:
                   and not (override.is_add() or override.is_delete())}
         structure = tuple(text for index, text in enumerate(overrides) if index not in shared)
         if structure not in self._structures:
-            unresolved = compose_unresolved(overrides)
-            config = resolve_run_config(copy.deepcopy(unresolved), overrides)
-            interpolated = OmegaConf.to_container(unresolved, resolve=False) != OmegaConf.to_container(config)
+            config, interpolated = compose_cache.load(overrides) or self._compose(overrides)
             self._structures[structure] = None if interpolated else config
-            return config
+            return copy.deepcopy(config)
         base = self._structures[structure]
         if base is None:
             return resolve_run_config(compose_unresolved(overrides), overrides)
@@ -49,3 +50,17 @@ class CellComposer:
         for index in shared:
             OmegaConf.update(config, parsed[index].key_or_group, parsed[index].value(), merge=False)
         return config
+
+    def _parse(self, text: str) -> Override:
+        if text not in self._parsed:
+            self._parsed[text] = self._parser.parse_override(text)
+        return self._parsed[text]
+
+    @staticmethod
+    def _compose(overrides: list[str]) -> tuple[DictConfig, bool]:
+        """A full compose: (the resolved config, whether it had interpolations), kept in the disk cache."""
+        unresolved = compose_unresolved(overrides)
+        config = resolve_run_config(copy.deepcopy(unresolved), overrides)
+        interpolated = OmegaConf.to_container(unresolved, resolve=False) != OmegaConf.to_container(config)
+        compose_cache.store(overrides, config, interpolated)
+        return config, interpolated

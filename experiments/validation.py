@@ -2,6 +2,7 @@
 written to the run store, and import no torch (a bad config is rejected in well under a second)."""
 
 import functools
+import json
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -36,12 +37,13 @@ def validate_run_config(config: DictConfig) -> None:
 
     Runs of a sweep differ mostly in learning rate and seed: each (model, task, logger) is checked once."""
     parts = (config.model, config.task, config.trainer.logger)
-    _validate(*(OmegaConf.to_yaml(part) if isinstance(part, DictConfig) else part for part in parts))
+    _validate(*(json.dumps(OmegaConf.to_container(part), sort_keys=True) if isinstance(part, DictConfig) else part
+                for part in parts))
 
 
 @functools.lru_cache(maxsize=4096)
-def _validate(model_yaml: str, task_yaml: str, logger: str) -> None:
-    _validate_parts(OmegaConf.create(model_yaml), OmegaConf.create(task_yaml), logger)
+def _validate(model_json: str, task_json: str, logger: str) -> None:
+    _validate_parts(OmegaConf.create(json.loads(model_json)), OmegaConf.create(json.loads(task_json)), logger)
 
 
 def _validate_parts(model: DictConfig, task: DictConfig, logger: str) -> None:

@@ -1,10 +1,15 @@
-"""Planning a grid composes once per cell structure, and every cell's config is the one a full compose gives."""
+"""Planning a grid composes once per cell structure (and once ever, with the disk cache), and every cell's config is
+the one a full compose gives."""
+
+import shutil
 
 import pytest
+from omegaconf import OmegaConf
 
 import experiments.cell_composer as cell_composer
+from experiments import compose_cache
 from experiments.artifacts import load_artifact, run_id_of
-from experiments.configuration import ConfigError, compose_run_config, config_yaml
+from experiments.configuration import CONFIGS, ConfigError, compose_run_config, config_yaml
 
 
 @pytest.fixture
@@ -46,3 +51,31 @@ def test_the_first_cell_of_every_model_is_composed_first(compose_count):
 def test_a_malformed_override_is_named():
     with pytest.raises(ConfigError, match="malformed override 'seed'"):
         load_artifact("sweep-fixture").runs("paper", ["seed"])
+
+
+def test_a_second_plan_reads_the_disk_cache_and_gives_the_same_runs(compose_count, tmp_path, monkeypatch):
+    monkeypatch.setenv(compose_cache.CACHE_VARIABLE, str(tmp_path / "cache"))
+    first = load_artifact("sweep-fixture").runs("paper")
+    composed = len(compose_count)
+    second = load_artifact("sweep-fixture").runs("paper")
+    assert composed == 6 and len(compose_count) == composed  # the second plan composed nothing
+    assert [config_yaml(run.config) for run in second] == [config_yaml(run.config) for run in first]
+    assert [run.run_id for run in second] == [run.run_id for run in first]
+    assert all(OmegaConf.is_struct(run.config) for run in second)
+
+
+def test_the_cache_key_changes_with_any_config_file(tmp_path, monkeypatch):
+    tree = tmp_path / "configs"
+    shutil.copytree(CONFIGS, tree)
+    monkeypatch.setattr(compose_cache, "CONFIGS", tree)
+    before = compose_cache.tree_fingerprint.__wrapped__()
+    (tree / "optim" / "adamw.yaml").write_text((tree / "optim" / "adamw.yaml").read_text() + "\n# edited\n")
+    assert compose_cache.tree_fingerprint.__wrapped__() != before
+
+
+def test_the_cache_can_be_switched_off(compose_count, monkeypatch):
+    monkeypatch.setenv(compose_cache.CACHE_VARIABLE, "off")
+    assert compose_cache.cache_folder() is None
+    runs = load_artifact("sweep-fixture").runs("smoke")
+    load_artifact("sweep-fixture").runs("smoke")
+    assert len(compose_count) == 2 * len(runs) == 12
