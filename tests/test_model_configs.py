@@ -5,6 +5,7 @@ config is rejected at once. That only holds if (a) the config modules never impo
 constructs always builds: both are checked here, the second against building the module on the meta device.
 """
 
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,7 @@ CASES = {
                   ({"slstm_at": [0]}, r"places its sLSTM blocks itself")],
     "xlstm_1_0": [({"mlstm": {"num_heads": 1}}, None),
                   ({"mlstm": {"forget_gate": "tanh"}}, r"mlstm.forget_gate='tanh' is not valid"),
+                  ({"mlstm": {"backend": "triton"}}, r"mlstm.backend='triton' is not valid; valid choices"),
                   ({"embedding_dim": 40, "mlstm": {"num_heads": 3}}, r"divisible by mlstm.num_heads=3")],
     "xlstm_1_1": [({"embedding_dim": 32, "num_blocks": 4}, None), ({"feedforward": {"activation": "tanh"}},
                                                                      r"feedforward.activation='tanh' is not valid")],
@@ -120,6 +122,28 @@ def test_the_config_rejects_exactly_what_the_module_build_rejects(name, options,
         catalog.backbone_config(name, **options)
     with pytest.raises(ValueError, match=expected), torch.device("meta"):
         registry.build_backbone(name, **options)
+
+
+# torch-free list of kernel backends in a config module -> the kernel ops (kernels.backends registry) it selects for
+BACKEND_LISTS = {
+    ("models.xlstm.config", "MLSTM_BACKENDS"): ["mlstm.chunkwise", "mlstm.parallel", "mlstm.recurrent", "mlstm.step"],
+    ("models.xlstm.config", "SLSTM_BACKENDS"): ["slstm.scan"],
+    ("models.mamba.config", "BACKENDS"): ["selective_scan"],
+    ("models.rwkv4.config", "BACKENDS"): ["wkv4"],
+    ("models.rwkv5.config", "BACKENDS"): ["wkv5"],
+    ("models.ssm_conv.config", "BACKENDS"): ["long_conv"],
+    ("models.linear_rnn.config", "BACKENDS"): ["gla", "hgrn", "retention", "rwkv6"],
+}
+
+
+@pytest.mark.parametrize("module, name", list(BACKEND_LISTS))
+def test_the_backend_choices_of_a_config_are_the_kernel_registry_s(module, name):
+    import kernels.linear_attention, kernels.long_conv, kernels.mlstm, kernels.selective_scan, kernels.slstm  # noqa: F401
+    import kernels.wkv4, kernels.wkv5  # noqa: F401
+    from kernels.backends import backends_of
+
+    registered = {backend for op in BACKEND_LISTS[module, name] for backend in backends_of(op)}
+    assert set(getattr(importlib.import_module(module), name)) == {"auto", *registered}
 
 
 def test_the_torch_free_list_of_long_convolution_methods_is_the_kernels():

@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 from models.config_checks import check_choice, check_positive, config_from
 
 FORGET_GATES = ("sigmoid", "exp")
+# Kernel backends (kernels.mlstm / kernels.slstm register them; a test keeps these lists equal to the registry's)
+MLSTM_BACKENDS = ("auto", "torch", "torch_autograd", "mlstm_kernels")
+SLSTM_BACKENDS = ("auto", "torch", "torch_autograd", "torch_compile", "torch_compile_cuda")
 MLSTM_FORMULATIONS = ("parallel", "chunkwise", "recurrent")
 SLSTM_BIAS_INITS = ("powerlaw_blockdependent", "small_init", "standard")
 SLSTM_RECURRENT_INITS = ("zeros", "standard")
@@ -35,6 +38,7 @@ class MLSTMLayerConfig:
 
     def __post_init__(self):
         check_choice("mlstm", "forget_gate", self.forget_gate, FORGET_GATES)
+        check_choice("mlstm", "backend", self.backend, MLSTM_BACKENDS)
         check_choice("mlstm", "formulation", self.formulation, MLSTM_FORMULATIONS)
         for name in ("num_heads", "proj_factor", "qkv_proj_blocksize", "chunk_size", "round_proj_up_to"):
             check_positive("mlstm", name, getattr(self, name))
@@ -65,6 +69,7 @@ class SLSTMLayerConfig:
 
     def __post_init__(self):
         check_choice("slstm", "forget_gate", self.forget_gate, FORGET_GATES)
+        check_choice("slstm", "backend", self.backend, SLSTM_BACKENDS)
         check_choice("slstm", "bias_init", self.bias_init, SLSTM_BIAS_INITS)
         check_choice("slstm", "recurrent_weight_init", self.recurrent_weight_init, SLSTM_RECURRENT_INITS)
         check_positive("slstm", "num_heads", self.num_heads)
