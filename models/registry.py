@@ -2,25 +2,24 @@
 
 A model family contributes, in its torch-free config module (``models.catalog``), ``CONFIGS`` (name -> config
 function), ``LANGUAGE_MODEL_PRESETS`` (name -> size -> builder keyword arguments) and ``TIED_EMBEDDINGS`` (the
-models whose LM head shares the embedding, GPT-3), and in ``models.<family>.backbones`` ``BACKBONES`` (name ->
-builder(embedding_dim, num_blocks, **options) of a (B, S, D) -> (B, S, D) module with init_state/step).
+models whose LM head shares the embedding, GPT-3), and in ``models.<family>.backbones`` ``MODULES`` (name -> the
+class of a (B, S, D) -> (B, S, D) module with init_state/step, built from that config).
 """
 
 import importlib
-from typing import Callable
 
 from torch import nn
 
-from models.catalog import config_modules
+from models.catalog import backbone_config, config_modules
 from models.language_model import LanguageModel
 from models.xlstm.language_model import XLSTMLanguageModel
 from models.xlstm.presets import GPT2_VOCAB_PADDED, SIZES, language_model_config
 
-_BACKBONES: dict[str, Callable[..., nn.Module]] = {}
+_MODULES: dict[str, type[nn.Module]] = {}
 _PRESETS: dict[str, dict[str, dict]] = {}
 _TIED: set[str] = set()
 for _family, _config_module in config_modules().items():
-    _BACKBONES.update(importlib.import_module(f"models.{_family}.backbones").BACKBONES)
+    _MODULES.update(importlib.import_module(f"models.{_family}.backbones").MODULES)
     _PRESETS.update(getattr(_config_module, "LANGUAGE_MODEL_PRESETS", {}))
     _TIED.update(getattr(_config_module, "TIED_EMBEDDINGS", set()))
 
@@ -28,7 +27,7 @@ _XLSTM_LANGUAGE_MODELS = ("xlstm_1_0", "xlstm_7_1", "xlstm_0_1")
 
 
 def known_backbones() -> list[str]:
-    return sorted(_BACKBONES)
+    return sorted(_MODULES)
 
 
 def known_language_models() -> dict[str, tuple[str, ...]]:
@@ -40,9 +39,8 @@ def known_language_models() -> dict[str, tuple[str, ...]]:
 
 def build_backbone(name: str, **config) -> nn.Module:
     """A (B, S, D) -> (B, S, D) backbone with init_state/step, built from keyword config."""
-    if name not in _BACKBONES:
-        raise ValueError(f"unknown backbone {name!r}; valid choices: {known_backbones()}")
-    return _BACKBONES[name](**config)
+    validated = backbone_config(name, **config)  # a ValueError names an unknown backbone or a bad value
+    return _MODULES[name](validated)
 
 
 def build_language_model(name: str, size: str, vocab_size: int = GPT2_VOCAB_PADDED) -> nn.Module:

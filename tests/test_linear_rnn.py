@@ -28,7 +28,8 @@ from kernels.linear_attention import (
     rwkv6_step,
 )
 from models.language_model import LanguageModel
-from models.linear_rnn.backbones import BACKBONES
+from models.linear_rnn.backbones import MODULES
+from models.registry import build_backbone
 from models.linear_rnn.config import (
     LANGUAGE_MODEL_PRESETS,
     TIED_EMBEDDINGS,
@@ -292,29 +293,29 @@ def _small_backbone(name: str, embedding_dim: int = 32, num_blocks: int = 2):
     """A small backbone with every parameter moved off its initialisation (zero-initialised output layers
     and lower bounds would otherwise hide parts of the computation)."""
     torch.manual_seed(0)
-    backbone = BACKBONES[name](embedding_dim=embedding_dim, num_blocks=num_blocks, **SMALL_OPTIONS[name])
+    backbone = build_backbone(name, embedding_dim=embedding_dim, num_blocks=num_blocks, **SMALL_OPTIONS[name])
     with torch.no_grad():
         for parameter in backbone.parameters():
             parameter.add_(0.2 * torch.randn_like(parameter))
     return backbone
 
 
-@pytest.mark.parametrize("name", sorted(BACKBONES))
+@pytest.mark.parametrize("name", sorted(MODULES))
 def test_step_matches_forward(name):
     assert_step_matches_forward(_small_backbone(name), 32, length=13)
 
 
-@pytest.mark.parametrize("name", sorted(BACKBONES))
+@pytest.mark.parametrize("name", sorted(MODULES))
 def test_causal(name):
     assert_causal(_small_backbone(name), 32)
 
 
-@pytest.mark.parametrize("name", sorted(BACKBONES))
+@pytest.mark.parametrize("name", sorted(MODULES))
 def test_formal_language_size_trains(name):
     """2 blocks at E = 64 (the formal-language sweep): a training step gives finite gradients everywhere."""
     options = {"hgrn2": dict(expand_ratio=64), "rwkv6": dict(head_size=16)}.get(name, {})
     torch.manual_seed(0)
-    backbone = BACKBONES[name](embedding_dim=64, num_blocks=2, **options)
+    backbone = build_backbone(name, embedding_dim=64, num_blocks=2, **options)
     x = torch.randn(4, 40, 64)
     backbone(x).square().mean().backward()
     for parameter_name, parameter in backbone.named_parameters():
@@ -359,7 +360,7 @@ RETNET_EXCEPTION = pytest.mark.xfail(
 def _count(name: str, preset: dict) -> int:
     with torch.device("meta"):
         model = LanguageModel(
-            BACKBONES[name](**preset), 50304, preset["embedding_dim"], tie_weights=name in TIED_EMBEDDINGS
+            build_backbone(name, **preset), 50304, preset["embedding_dim"], tie_weights=name in TIED_EMBEDDINGS
         )
     return sum(p.numel() for p in model.parameters())
 
@@ -394,13 +395,13 @@ def _fla_model(name: str, embedding_dim: int, num_blocks: int):
         return configs[name]()
 
 
-@pytest.mark.parametrize("name", sorted(BACKBONES))
+@pytest.mark.parametrize("name", sorted(MODULES))
 def test_parameter_structure_matches_fla_models(name):
     """Same multiset of parameter sizes as fla's model of the same shape (both with untied heads)."""
     pytest.importorskip("fla")
     fla_model = _fla_model(name, 256, 3)
     with torch.device("meta"):
-        ours = LanguageModel(BACKBONES[name](embedding_dim=256, num_blocks=3), 50304, 256)
+        ours = LanguageModel(build_backbone(name, embedding_dim=256, num_blocks=3), 50304, 256)
     assert sorted(p.numel() for p in ours.parameters()) == sorted(p.numel() for p in fla_model.parameters())
 
 
@@ -559,7 +560,7 @@ def _mixer_pair(name: str, layers, D: int):
     return fla_layer, ours, inputs
 
 
-@pytest.mark.parametrize("name", sorted(BACKBONES))
+@pytest.mark.parametrize("name", sorted(MODULES))
 def test_sequence_mixer_matches_fla_layer(name, monkeypatch):
     layers = _fla_references(monkeypatch)
     D = 64
@@ -627,7 +628,7 @@ def _fla_backbone(name: str, embedding_dim: int, num_blocks: int):
     return configs[name]()
 
 
-@pytest.mark.parametrize("name", sorted(BACKBONES))
+@pytest.mark.parametrize("name", sorted(MODULES))
 def test_backbone_matches_fla_model(name, monkeypatch):
     """Whole backbones (blocks, MLPs, lower bounds, final norm) against fla's models with their weights."""
     _fla_references(monkeypatch)
@@ -646,7 +647,7 @@ def test_backbone_matches_fla_model(name, monkeypatch):
         "retnet": dict(num_heads=4),
         "rwkv6": dict(head_size=16, group_norm_eps=1e-5),
     }
-    ours = BACKBONES[name](embedding_dim=D, num_blocks=num_blocks, **options.get(name, {}))
+    ours = build_backbone(name, embedding_dim=D, num_blocks=num_blocks, **options.get(name, {}))
     torch.manual_seed(2)
     with torch.no_grad():
         for parameter in fla_model.parameters():

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from kernels.long_conv import causal_conv, causal_conv_step
 from models.language_model import LanguageModel
-from models.ssm_conv.backbones import BACKBONES
+from models.registry import build_backbone
 from models.ssm_conv.config import LANGUAGE_MODEL_PRESETS, H3Config
 from models.ssm_conv.h3 import DiagonalSSM, ShiftSSM
 from tests.backbone_contract import assert_causal, assert_step_matches_forward
@@ -96,7 +96,7 @@ def test_diagonal_ssm_kernel_equals_the_bilinear_discretisation_in_matrix_form()
 
 def _perturbed(name: str, seed: int = 0, **options):
     torch.manual_seed(seed)
-    backbone = BACKBONES[name](**options).double()
+    backbone = build_backbone(name, **options).double()
     with torch.no_grad():
         for parameter in backbone.parameters():
             parameter.add_(0.1 * torch.randn_like(parameter))
@@ -170,7 +170,7 @@ def test_hyena_operator_equals_the_papers_toeplitz_form(order):
 def test_hyena_implicit_filter_follows_the_papers_parameterisation():
     """h_t = exp(-t |alpha|) FFN(PE(t)), PE(t) = [t, cos(2 pi f n / L), -sin(2 pi f n / L)], sine activations;
     decay rates |alpha| from log(1e-2) / 1.5 to log(1e-2) / 0.3 across the channels (safari's defaults)."""
-    backbone = BACKBONES["hyena"](embedding_dim=4, num_blocks=1, order=3, max_length=20, filter_embedding_dim=5,
+    backbone = build_backbone("hyena", embedding_dim=4, num_blocks=1, order=3, max_length=20, filter_embedding_dim=5,
                                   filter_sine_frequency=14.0).double()
     filter_module = backbone.blocks[0].mixer.filter
     L, n = 20, torch.arange(20, dtype=DOUBLE)[:, None]
@@ -215,8 +215,8 @@ def test_hyena_backbone_contract(order):
 def test_small_models_train_on_cpu(name):
     """The formal-language setting: 2 blocks, E = 64, short sequences; gradients reach every parameter."""
     torch.manual_seed(0)
-    model = LanguageModel(BACKBONES[name](embedding_dim=64, num_blocks=2, max_length=256) if name == "hyena"
-                          else BACKBONES[name](embedding_dim=64, num_blocks=2), 12, 64)
+    model = LanguageModel(build_backbone(name, embedding_dim=64, num_blocks=2, max_length=256) if name == "hyena"
+                          else build_backbone(name, embedding_dim=64, num_blocks=2), 12, 64)
     tokens = torch.randint(0, 12, (8, 40))
     loss = F.cross_entropy(model(tokens).flatten(0, 1), tokens.roll(-1, 1).flatten())
     loss.backward()
@@ -228,19 +228,19 @@ def test_small_models_train_on_cpu(name):
 
 def test_config_errors_name_the_field_and_the_choices():
     with pytest.raises(ValueError, match="h3.head_dim=3 must divide h3.embedding_dim=16"):
-        BACKBONES["h3"](embedding_dim=16, head_dim=3)
+        build_backbone("h3", embedding_dim=16, head_dim=3)
     with pytest.raises(ValueError, match="h3.state_dim=7 must be even"):
-        BACKBONES["h3"](state_dim=7)
+        build_backbone("h3", state_dim=7)
     with pytest.raises(ValueError, match=r"h3.conv_method='fourier' is not valid; valid choices: \['fft', 'direct'\]"):
-        BACKBONES["h3"](conv_method="fourier")
+        build_backbone("h3", conv_method="fourier")
     with pytest.raises(ValueError, match=r"unknown hyena option\(s\) \['heads'\]; valid choices"):
-        BACKBONES["hyena"](heads=2)
+        build_backbone("hyena", heads=2)
     with pytest.raises(ValueError, match="hyena.order=1 must be at least 2"):
-        BACKBONES["hyena"](order=1)
+        build_backbone("hyena", order=1)
     with pytest.raises(ValueError, match="hyena.filter_embedding_dim=4 must be odd"):
-        BACKBONES["hyena"](filter_embedding_dim=4)
+        build_backbone("hyena", filter_embedding_dim=4)
     with pytest.raises(ValueError, match="sequence length 9 exceeds hyena.max_length=8"):
-        BACKBONES["hyena"](embedding_dim=8, max_length=8)(torch.zeros(1, 9, 8))
+        build_backbone("hyena", embedding_dim=8, max_length=8)(torch.zeros(1, 9, 8))
 
 
 # Table spaj15b_model_results: #Params in M of the 350M-class models.
@@ -253,7 +253,7 @@ DOCUMENTED_EXCEPTIONS = {("h3", "350m"): 413_272_064}
 def test_presets_have_the_papers_parameter_counts(name, size):
     preset = LANGUAGE_MODEL_PRESETS[name][size]
     with torch.device("meta"):
-        model = LanguageModel(BACKBONES[name](**preset), 50304, preset["embedding_dim"])
+        model = LanguageModel(build_backbone(name, **preset), 50304, preset["embedding_dim"])
     count = sum(p.numel() for p in model.parameters())
     deviation = count / PAPER_PARAMETERS[name, size] - 1
     if (name, size) in DOCUMENTED_EXCEPTIONS:

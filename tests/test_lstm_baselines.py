@@ -6,8 +6,9 @@ import torch
 import torch.nn.functional as F
 
 from models.language_model import LanguageModel
-from models.lstm.backbones import BACKBONES
+from models.lstm.backbones import MODULES
 from models.lstm.config import LANGUAGE_MODEL_PRESETS, TIED_EMBEDDINGS, LSTMBlockConfig
+from models.registry import build_backbone
 from tests.backbone_contract import assert_causal, assert_step_matches_forward
 
 D = 8
@@ -16,7 +17,7 @@ D = 8
 def _perturbed(name: str, num_blocks: int = 2, **options) -> torch.nn.Module:
     """A float64 backbone whose norm weights (and all other parameters) are moved away from their init."""
     torch.manual_seed(0)
-    backbone = BACKBONES[name](embedding_dim=D, num_blocks=num_blocks, **options).double()
+    backbone = build_backbone(name, embedding_dim=D, num_blocks=num_blocks, **options).double()
     with torch.no_grad():
         for parameter in backbone.parameters():
             parameter.add_(0.2 * torch.randn_like(parameter))
@@ -98,17 +99,17 @@ def test_lstm_block_is_a_transformer_block_with_an_lstm_for_attention(ffn_bias):
         torch.testing.assert_close(backbone(x), expected, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", sorted(BACKBONES))
+@pytest.mark.parametrize("name", sorted(MODULES))
 def test_backbone_contract(name):
     backbone = _perturbed(name)
     assert_step_matches_forward(backbone, D, atol=1e-12)
     assert_causal(backbone, D)
 
 
-@pytest.mark.parametrize("name", sorted(BACKBONES))
+@pytest.mark.parametrize("name", sorted(MODULES))
 def test_float32_step_matches_forward(name):
     torch.manual_seed(0)
-    backbone = BACKBONES[name](embedding_dim=16, num_blocks=2).eval()
+    backbone = build_backbone(name, embedding_dim=16, num_blocks=2).eval()
     x = torch.randn(2, 9, 16)
     with torch.no_grad():
         expected = backbone(x)
@@ -130,7 +131,7 @@ PAPER_PARAMETERS_M = {
 def test_presets_have_the_paper_parameter_counts(name, size):
     preset = LANGUAGE_MODEL_PRESETS[name][size]
     with torch.device("meta"):
-        model = LanguageModel(BACKBONES[name](**preset), 50304, preset["embedding_dim"], name in TIED_EMBEDDINGS)
+        model = LanguageModel(build_backbone(name, **preset), 50304, preset["embedding_dim"], name in TIED_EMBEDDINGS)
     count_m = sum(p.numel() for p in model.parameters()) / 1e6
     assert round(count_m, 1) == PAPER_PARAMETERS_M[name, size]  # also well within the 0.5% tolerance
     assert abs(count_m / PAPER_PARAMETERS_M[name, size] - 1) < 0.005
@@ -138,8 +139,8 @@ def test_presets_have_the_paper_parameter_counts(name, size):
 
 def test_presets_hold_the_described_layers():
     with torch.device("meta"):
-        vanilla = BACKBONES["lstm"](**LANGUAGE_MODEL_PRESETS["lstm"]["350m"])
-        block = BACKBONES["lstm_block"](**LANGUAGE_MODEL_PRESETS["lstm_block"]["350m"])
+        vanilla = build_backbone("lstm", **LANGUAGE_MODEL_PRESETS["lstm"]["350m"])
+        block = build_backbone("lstm_block", **LANGUAGE_MODEL_PRESETS["lstm_block"]["350m"])
     assert (vanilla.lstm.num_layers, vanilla.lstm.hidden_size) == (24, 1536)  # "24 layers and 1536 hidden size"
     lstms = [m for m in block.modules() if isinstance(m, torch.nn.LSTM)]
     ffns = [m for m in block.modules() if type(m).__name__ == "FeedForward"]
@@ -148,8 +149,8 @@ def test_presets_hold_the_described_layers():
 
 def test_training_step_on_a_formal_language_batch():
     """The formal-language setting: 2 blocks, E = 64, batch 64, length 40; every parameter gets a gradient."""
-    for name, builder in BACKBONES.items():
-        backbone = builder(embedding_dim=64, num_blocks=2)
+    for name in MODULES:
+        backbone = build_backbone(name, embedding_dim=64, num_blocks=2)
         backbone(torch.randn(64, 40, 64)).square().mean().backward()
         missing = [n for n, p in backbone.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
         assert not missing, f"{name}: no gradient for {missing}"
@@ -167,7 +168,7 @@ def test_training_step_on_a_formal_language_batch():
 )
 def test_bad_config_is_rejected_naming_the_field(name, options, message):
     with pytest.raises(ValueError) as error:
-        BACKBONES[name](**{"embedding_dim": 8} | options)
+        build_backbone(name, **{"embedding_dim": 8} | options)
     assert message in str(error.value)
 
 

@@ -9,8 +9,8 @@ import torch.nn.functional as F
 
 from kernels.selective_scan import initial_state, selective_scan, selective_scan_step
 from models.language_model import LanguageModel
-from models.mamba.backbones import BACKBONES
 from models.mamba.config import LANGUAGE_MODEL_PRESETS, TIED_EMBEDDINGS, MambaConfig
+from models.registry import build_backbone
 from tests.backbone_contract import assert_causal, assert_step_matches_forward
 
 
@@ -97,7 +97,7 @@ def test_selective_scan_backends_and_bad_inputs():
 
 def _perturbed_mamba(embedding_dim=16, num_blocks=2, **options) -> torch.nn.Module:
     torch.manual_seed(0)
-    backbone = BACKBONES["mamba"](embedding_dim=embedding_dim, num_blocks=num_blocks, **options)
+    backbone = build_backbone("mamba", embedding_dim=embedding_dim, num_blocks=num_blocks, **options)
     with torch.no_grad():
         for parameter in backbone.parameters():
             parameter.add_(0.1 * torch.randn_like(parameter))
@@ -149,7 +149,7 @@ def test_backbone_keeps_the_contract():
 
 
 def test_backbone_trains_every_parameter():
-    backbone = BACKBONES["mamba"](embedding_dim=16, num_blocks=2)
+    backbone = build_backbone("mamba", embedding_dim=16, num_blocks=2)
     backbone(torch.randn(2, 12, 16)).square().mean().backward()
     for name, parameter in backbone.named_parameters():
         assert parameter.grad is not None and torch.isfinite(parameter.grad).all(), name
@@ -158,7 +158,7 @@ def test_backbone_trains_every_parameter():
 
 def test_initialisation_follows_the_reference():
     torch.manual_seed(0)
-    backbone = BACKBONES["mamba"](embedding_dim=64, num_blocks=4)
+    backbone = build_backbone("mamba", embedding_dim=64, num_blocks=4)
     mixer = backbone.blocks[0].mixer
     torch.testing.assert_close(mixer.A_log[5], torch.log(torch.arange(1, 17, dtype=torch.float32)))
     torch.testing.assert_close(mixer.D, torch.ones(128))
@@ -179,7 +179,7 @@ def test_presets_have_the_paper_parameter_counts(size):
     preset = LANGUAGE_MODEL_PRESETS["mamba"][size]
     assert "mamba" not in TIED_EMBEDDINGS
     with torch.device("meta"):
-        model = LanguageModel(BACKBONES["mamba"](**preset), 50304, preset["embedding_dim"])
+        model = LanguageModel(build_backbone("mamba", **preset), 50304, preset["embedding_dim"])
     millions = sum(parameter.numel() for parameter in model.parameters()) / 1e6
     assert abs(millions - PAPER_MILLIONS[size]) <= 0.005 * PAPER_MILLIONS[size], millions
 
@@ -196,7 +196,7 @@ def test_presets_have_the_paper_parameter_counts(size):
 )
 def test_bad_configs_fail_with_the_value_and_the_choices(options, message):
     with pytest.raises(ValueError, match=message):
-        BACKBONES["mamba"](embedding_dim=16, num_blocks=2, **options)
+        build_backbone("mamba", embedding_dim=16, num_blocks=2, **options)
 
 
 def test_dt_rank_defaults_to_the_reference_rule():

@@ -6,7 +6,7 @@ import torch
 
 from kernels.wkv4 import WKV4State, initial_state, wkv4, wkv4_step
 from models.language_model import LanguageModel
-from models.rwkv4.backbones import BACKBONES
+from models.registry import build_backbone
 from models.rwkv4.config import LANGUAGE_MODEL_PRESETS, TIED_EMBEDDINGS
 from tests.backbone_contract import assert_causal, assert_step_matches_forward
 
@@ -102,7 +102,7 @@ def test_wkv_checks_its_inputs():
 
 def _perturbed_rwkv4(embedding_dim=16, num_blocks=2, **options) -> torch.nn.Module:
     torch.manual_seed(0)
-    backbone = BACKBONES["rwkv4"](embedding_dim=embedding_dim, num_blocks=num_blocks, **options)
+    backbone = build_backbone("rwkv4", embedding_dim=embedding_dim, num_blocks=num_blocks, **options)
     with torch.no_grad():
         for parameter in backbone.parameters():
             parameter.add_(0.2 * torch.randn_like(parameter))
@@ -168,7 +168,7 @@ def test_backbone_trains_every_parameter():
 
 
 def test_initialisation_follows_the_reference():
-    backbone = BACKBONES["rwkv4"](embedding_dim=8, num_blocks=3)
+    backbone = build_backbone("rwkv4", embedding_dim=8, num_blocks=3)
     last = backbone.blocks[2].time_mix  # depth 1: decay exponent 0.7 + 1.3 = 2
     torch.testing.assert_close(last.time_decay, -5 + 8 * (torch.arange(8) / 7) ** 2)
     torch.testing.assert_close(last.time_first[:3], torch.tensor([-1.2040, -0.7040, -1.7040]), atol=1e-4, rtol=0)
@@ -189,7 +189,7 @@ def test_presets_have_the_paper_parameter_counts(size):
     preset = LANGUAGE_MODEL_PRESETS["rwkv4"][size]
     assert "rwkv4" not in TIED_EMBEDDINGS
     with torch.device("meta"):
-        model = LanguageModel(BACKBONES["rwkv4"](**preset), 50304, preset["embedding_dim"])
+        model = LanguageModel(build_backbone("rwkv4", **preset), 50304, preset["embedding_dim"])
     millions = sum(parameter.numel() for parameter in model.parameters()) / 1e6
     assert abs(millions - PAPER_MILLIONS[size]) <= 0.005 * PAPER_MILLIONS[size], millions
 
@@ -205,4 +205,4 @@ def test_presets_have_the_paper_parameter_counts(size):
 )
 def test_bad_configs_fail_with_the_value_and_the_choices(options, message):
     with pytest.raises(ValueError, match=message):
-        BACKBONES["rwkv4"](embedding_dim=16, num_blocks=2, **options)
+        build_backbone("rwkv4", embedding_dim=16, num_blocks=2, **options)

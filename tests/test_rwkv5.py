@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from kernels.wkv5 import wkv5, wkv5_step
 from models.language_model import LanguageModel
-from models.rwkv5.backbones import BACKBONES
+from models.registry import build_backbone
 from models.rwkv5.config import LANGUAGE_MODEL_PRESETS
 from tests.backbone_contract import assert_causal, assert_step_matches_forward
 
@@ -95,7 +95,7 @@ def test_chunked_wkv_gradients():
 
 def _perturbed(seed=0, **options):
     torch.manual_seed(seed)
-    backbone = BACKBONES["rwkv5"](**options).double()
+    backbone = build_backbone("rwkv5", **options).double()
     with torch.no_grad():
         for parameter in backbone.parameters():  # away from the zero-initialised output weights
             parameter.add_(0.2 * torch.randn_like(parameter))
@@ -153,7 +153,7 @@ def test_backbone_contract(options):
 
 def test_initialisation_follows_the_repository():
     """RWKV_Tmix_x052 / RWKV_CMix_x052 / generate_init_weight at 64b7fe4, 4 blocks of D = 16, heads of 8."""
-    backbone = BACKBONES["rwkv5"](embedding_dim=16, num_blocks=4, head_size=8)
+    backbone = build_backbone("rwkv5", embedding_dim=16, num_blocks=4, head_size=8)
     n = torch.arange(16.0)
     for index, block in enumerate(backbone.blocks):
         ratio_0_to_1, ratio_1_to_almost_0 = index / 3, 1 - index / 4
@@ -177,7 +177,7 @@ def test_initialisation_follows_the_repository():
 
 def test_small_model_trains_on_cpu():
     torch.manual_seed(0)
-    model = LanguageModel(BACKBONES["rwkv5"](embedding_dim=64, num_blocks=2), 12, 64)
+    model = LanguageModel(build_backbone("rwkv5", embedding_dim=64, num_blocks=2), 12, 64)
     tokens = torch.randint(0, 12, (8, 40))
     loss = F.cross_entropy(model(tokens).flatten(0, 1), tokens.roll(-1, 1).flatten())
     loss.backward()
@@ -187,9 +187,9 @@ def test_small_model_trains_on_cpu():
 
 def test_config_errors_name_the_field():
     with pytest.raises(ValueError, match="rwkv5.head_size=64 must divide rwkv5.embedding_dim=96"):
-        BACKBONES["rwkv5"](embedding_dim=96)
+        build_backbone("rwkv5", embedding_dim=96)
     with pytest.raises(ValueError, match=r"unknown rwkv5 option\(s\) \['heads'\]; valid choices"):
-        BACKBONES["rwkv5"](heads=2)
+        build_backbone("rwkv5", heads=2)
     with pytest.raises(ValueError, match="wkv5 chunk_size must be a positive int"):
         wkv5(*(torch.zeros(1, 1, 2, 2) for _ in range(3)), torch.zeros(1, 2), torch.zeros(1, 2), chunk_size=0)
 
@@ -203,6 +203,6 @@ PAPER_PARAMETERS = {"125m": 176.5e6, "350m": 455.7e6, "760m": 947.8e6, "1.3b": 1
 def test_presets_have_the_papers_parameter_counts(size):
     preset = LANGUAGE_MODEL_PRESETS["rwkv5"][size]
     with torch.device("meta"):
-        model = LanguageModel(BACKBONES["rwkv5"](**preset), 50304, preset["embedding_dim"])
+        model = LanguageModel(build_backbone("rwkv5", **preset), 50304, preset["embedding_dim"])
     count = sum(p.numel() for p in model.parameters())
     assert math.isclose(count, PAPER_PARAMETERS[size], rel_tol=0.005), f"{size}: {count / 1e6:.1f}M"

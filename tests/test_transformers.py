@@ -7,7 +7,8 @@ import transformers
 from transformers.models.llama import modeling_llama
 
 from models.language_model import LanguageModel
-from models.transformers.backbones import BACKBONES, build_gpt3, build_llama
+from models.transformers.backbones import MODULES
+from models.registry import build_backbone
 from models.transformers.config import LANGUAGE_MODEL_PRESETS, TIED_EMBEDDINGS, GPT3Config, LlamaConfig
 from tests.backbone_contract import assert_causal, assert_step_matches_forward
 
@@ -104,7 +105,7 @@ def _rotary_in_input_precision(self, x, position_ids):
 
 @pytest.mark.parametrize("attn_implementation", ["sdpa", "eager"])
 def test_llama_matches_transformers_llama_in_float32(attn_implementation):
-    ours = _perturbed(build_llama(EMBEDDING_DIM, NUM_BLOCKS, num_heads=NUM_HEADS))
+    ours = _perturbed(build_backbone("llama", embedding_dim=EMBEDDING_DIM, num_blocks=NUM_BLOCKS, num_heads=NUM_HEADS))
     assert _max_deviation(ours, _hf_llama_like(ours, attn_implementation), torch.float32) <= 1e-5
 
 
@@ -114,25 +115,27 @@ def test_llama_matches_transformers_llama_in_float64(monkeypatch):
     float32 test above checks HF's code as it is."""
     monkeypatch.setattr(modeling_llama.LlamaRMSNorm, "forward", _rms_norm_in_input_precision)
     monkeypatch.setattr(modeling_llama.LlamaRotaryEmbedding, "forward", _rotary_in_input_precision)
-    ours = _perturbed(build_llama(EMBEDDING_DIM, NUM_BLOCKS, num_heads=NUM_HEADS))
+    ours = _perturbed(build_backbone("llama", embedding_dim=EMBEDDING_DIM, num_blocks=NUM_BLOCKS, num_heads=NUM_HEADS))
     assert _max_deviation(ours, _hf_llama_like(ours, "sdpa"), torch.float64) <= 1e-10
 
 
 @pytest.mark.parametrize("dtype, tolerance", [(torch.float32, 1e-5), (torch.float64, 1e-10)])
 def test_gpt3_matches_transformers_gpt2(dtype, tolerance):
-    ours = _perturbed(build_gpt3(EMBEDDING_DIM, NUM_BLOCKS, num_heads=NUM_HEADS, max_context_length=64))
+    ours = _perturbed(build_backbone("gpt3", embedding_dim=EMBEDDING_DIM, num_blocks=NUM_BLOCKS, num_heads=NUM_HEADS,
+                                     max_context_length=64))
     assert _max_deviation(ours, _hf_gpt2_like(ours), dtype) <= tolerance
 
 
-@pytest.mark.parametrize("name", sorted(BACKBONES))
+@pytest.mark.parametrize("name", sorted(MODULES))
 def test_step_with_kv_cache_equals_forward(name):
-    backbone = _perturbed(BACKBONES[name](EMBEDDING_DIM, NUM_BLOCKS, num_heads=NUM_HEADS))
+    backbone = _perturbed(build_backbone(name, embedding_dim=EMBEDDING_DIM, num_blocks=NUM_BLOCKS, num_heads=NUM_HEADS))
     assert_step_matches_forward(backbone, EMBEDDING_DIM, length=LENGTH, atol=1e-12, constant_memory=False)
 
 
-@pytest.mark.parametrize("name", sorted(BACKBONES))
+@pytest.mark.parametrize("name", sorted(MODULES))
 def test_backbone_is_causal(name):
-    assert_causal(_perturbed(BACKBONES[name](EMBEDDING_DIM, NUM_BLOCKS, num_heads=NUM_HEADS)), EMBEDDING_DIM)
+    backbone = build_backbone(name, embedding_dim=EMBEDDING_DIM, num_blocks=NUM_BLOCKS, num_heads=NUM_HEADS)
+    assert_causal(_perturbed(backbone), EMBEDDING_DIM)
 
 
 # Table spaj_peaklr (Llama, #Params M) and Table spaj15b_model_results (GPT-3, #Params M).
@@ -150,7 +153,7 @@ PAPER_PARAMETERS_M = {
 def test_presets_have_the_papers_parameter_counts(name, size):
     preset = LANGUAGE_MODEL_PRESETS[name][size]
     with torch.device("meta"):
-        model = LanguageModel(BACKBONES[name](**preset), GPT2_VOCAB_PADDED, preset["embedding_dim"],
+        model = LanguageModel(build_backbone(name, **preset), GPT2_VOCAB_PADDED, preset["embedding_dim"],
                               tie_weights=name in TIED_EMBEDDINGS)
     count = sum(parameter.numel() for parameter in model.parameters()) / 1e6
     assert abs(count - PAPER_PARAMETERS_M[name, size]) <= 0.005 * PAPER_PARAMETERS_M[name, size]
@@ -173,11 +176,11 @@ def test_default_heads_have_head_dim_64():
     assert LlamaConfig(embedding_dim=32).num_heads == 1
 
 
-@pytest.mark.parametrize("name", sorted(BACKBONES))
+@pytest.mark.parametrize("name", sorted(MODULES))
 def test_small_model_trains(name):
     """The formal-language size: E = 64, 2 blocks, 4 heads; one AdamW step on a next-vector loss lowers it."""
     torch.manual_seed(0)
-    backbone = BACKBONES[name](EMBEDDING_DIM, NUM_BLOCKS, num_heads=NUM_HEADS)
+    backbone = build_backbone(name, embedding_dim=EMBEDDING_DIM, num_blocks=NUM_BLOCKS, num_heads=NUM_HEADS)
     x = torch.randn(16, 40, EMBEDDING_DIM)
     optimizer = torch.optim.AdamW(backbone.parameters(), lr=1e-3)
     losses = []
@@ -193,15 +196,15 @@ def test_small_model_trains(name):
 
 def test_config_errors_name_the_field_and_choices():
     with pytest.raises(ValueError, match=r"unknown llama option\(s\) \['dropout'\]; valid choices: .*'rope_theta'"):
-        build_llama(64, 2, dropout=0.1)
+        build_backbone("llama", embedding_dim=64, num_blocks=2, dropout=0.1)
     with pytest.raises(ValueError, match="llama.num_heads=5 must be positive and divide embedding_dim=64"):
-        build_llama(64, 2, num_heads=5)
+        build_backbone("llama", embedding_dim=64, num_blocks=2, num_heads=5)
     with pytest.raises(ValueError, match="gpt3.max_context_length=0 must be positive"):
-        build_gpt3(64, 2, max_context_length=0)
+        build_backbone("gpt3", embedding_dim=64, num_blocks=2, max_context_length=0)
 
 
 def test_gpt3_rejects_sequences_longer_than_its_context():
-    backbone = build_gpt3(EMBEDDING_DIM, 1, max_context_length=8)
+    backbone = build_backbone("gpt3", embedding_dim=EMBEDDING_DIM, num_blocks=1, max_context_length=8)
     with pytest.raises(ValueError, match="sequence length 9 exceeds gpt3.max_context_length=8"):
         backbone(torch.randn(1, 9, EMBEDDING_DIM))
     state = backbone.init_state(1)
@@ -212,7 +215,7 @@ def test_gpt3_rejects_sequences_longer_than_its_context():
 
 
 def test_gpt3_initialisation_scales_residual_projections():
-    backbone = build_gpt3(256, 8)
+    backbone = build_backbone("gpt3", embedding_dim=256, num_blocks=8)
     std = 0.02 / (2 * 8) ** 0.5
     residual = torch.cat([b.attention.out_proj.weight.flatten() for b in backbone.blocks])
     assert abs(residual.std().item() - std) < 0.05 * std

@@ -12,8 +12,8 @@ from xlstm.blocks.mlstm.backends import parallel_stabilized_simple  # noqa: E402
 from xlstm.blocks.mlstm.cell import mLSTMCell  # noqa: E402
 
 from models.xlstm.language_model import XLSTMLanguageModel  # noqa: E402
-from models.xlstm.official import from_official  # noqa: E402
 from models.xlstm.mlstm_layer import MLSTMLayer  # noqa: E402
+from models.xlstm.official import from_official  # noqa: E402
 from tests.official_models import STACKS, official_model  # noqa: E402
 
 RATIOS = list(STACKS)

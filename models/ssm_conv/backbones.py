@@ -1,20 +1,9 @@
-"""The H3 and Hyena backbones by name: builders from the validated configs of ``models.ssm_conv.config``."""
-
-from typing import Callable
+"""The H3 and Hyena backbones: the module class of each backbone name
+(``models.registry`` builds it from its validated config)."""
 
 from torch import nn
 
-from models.ssm_conv.config import CONFIGS
 from models.ssm_conv.h3 import H3Stack
 from models.ssm_conv.hyena import HyenaStack
 
-
-def build_h3(embedding_dim: int = 128, num_blocks: int = 2, **options) -> H3Stack:
-    return H3Stack(CONFIGS["h3"](embedding_dim, num_blocks, **options))
-
-
-def build_hyena(embedding_dim: int = 128, num_blocks: int = 2, **options) -> HyenaStack:
-    return HyenaStack(CONFIGS["hyena"](embedding_dim, num_blocks, **options))
-
-
-BACKBONES: dict[str, Callable[..., nn.Module]] = {"h3": build_h3, "hyena": build_hyena}
+MODULES: dict[str, type[nn.Module]] = {"h3": H3Stack, "hyena": HyenaStack}
