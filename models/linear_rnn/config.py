@@ -7,6 +7,7 @@ modules ``gla``, ``hgrn``, ``hgrn2``, ``retnet`` and ``rwkv6``; parameter counts
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 from models.config_checks import backbone_config, check_choice, check_divisible, check_positive
 
@@ -23,8 +24,25 @@ def scaled_dim(owner: str, name: str, embedding_dim: int, ratio: float) -> int:
     return round(value)
 
 
+class ExpandedKeyValue:
+    """Key and value widths ``embedding_dim`` x ``expand_k`` / ``expand_v`` (integers, as flash-linear-attention
+    asserts) of the configs that have them; ``owner`` names the model in errors."""
+
+    owner: ClassVar[str]
+
+    @property
+    def key_dim(self) -> int:
+        return scaled_dim(self.owner, "expand_k", self.embedding_dim, self.expand_k)
+
+    @property
+    def value_dim(self) -> int:
+        return scaled_dim(self.owner, "expand_v", self.embedding_dim, self.expand_v)
+
+
 @dataclass
-class GLAConfig:
+class GLAConfig(ExpandedKeyValue):
+    owner: ClassVar[str] = "gla"
+
     embedding_dim: int = 128
     num_blocks: int = 2
     num_heads: int = 4
@@ -52,14 +70,6 @@ class GLAConfig:
         check_choice("gla", "backend", self.backend, BACKENDS)
         check_divisible("gla", "key_dim", self.key_dim, "num_heads", self.num_heads)
         check_divisible("gla", "value_dim", self.value_dim, "num_heads", self.num_heads)
-
-    @property
-    def key_dim(self) -> int:
-        return scaled_dim("gla", "expand_k", self.embedding_dim, self.expand_k)
-
-    @property
-    def value_dim(self) -> int:
-        return scaled_dim("gla", "expand_v", self.embedding_dim, self.expand_v)
 
 
 @dataclass
@@ -109,7 +119,9 @@ class HGRN2Config:
 
 
 @dataclass
-class RetNetConfig:
+class RetNetConfig(ExpandedKeyValue):
+    owner: ClassVar[str] = "retnet"
+
     embedding_dim: int = 128
     num_blocks: int = 2
     num_heads: int = 8
@@ -133,17 +145,11 @@ class RetNetConfig:
                 "for rotary positions"
             )
 
-    @property
-    def key_dim(self) -> int:
-        return scaled_dim("retnet", "expand_k", self.embedding_dim, self.expand_k)
-
-    @property
-    def value_dim(self) -> int:
-        return scaled_dim("retnet", "expand_v", self.embedding_dim, self.expand_v)
-
 
 @dataclass
-class RWKV6Config:
+class RWKV6Config(ExpandedKeyValue):
+    owner: ClassVar[str] = "rwkv6"
+
     embedding_dim: int = 128
     num_blocks: int = 2
     head_size: int = 64
@@ -173,14 +179,6 @@ class RWKV6Config:
         check_choice("rwkv6", "backend", self.backend, BACKENDS)
         check_divisible("rwkv6", "key_dim", self.key_dim, "head_size", self.head_size)
         check_divisible("rwkv6", "value_dim", self.value_dim, "num_heads", self.num_heads)
-
-    @property
-    def key_dim(self) -> int:
-        return scaled_dim("rwkv6", "expand_k", self.embedding_dim, self.expand_k)
-
-    @property
-    def value_dim(self) -> int:
-        return scaled_dim("rwkv6", "expand_v", self.embedding_dim, self.expand_v)
 
     @property
     def num_heads(self) -> int:
