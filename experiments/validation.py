@@ -1,5 +1,5 @@
 """Checks of a composed run config that need no compute: they run while a sweep is planned, before anything is
-written to the run store, and import no torch (a bad config is rejected in well under a second)."""
+written to the run store, and import no torch (a bad config is rejected in about a second)."""
 
 import functools
 import json
