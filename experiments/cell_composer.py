@@ -15,9 +15,7 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 
 from experiments import compose_cache
-from experiments.configuration import compose_unresolved, resolve_run_config
-
-CONFIG_GROUPS = ("model", "task", "optim", "trainer", "launcher")  # choosing one changes the config's structure
+from experiments.configuration import CONFIG_GROUPS, compose_unresolved, resolve_run_config
 
 
 class CellComposer:

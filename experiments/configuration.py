@@ -10,6 +10,7 @@ from omegaconf.errors import OmegaConfBaseException
 from experiments.paths import REPOSITORY_ROOT
 
 CONFIGS = REPOSITORY_ROOT / "configs"
+CONFIG_GROUPS = ("model", "task", "optim", "trainer")  # choosing one changes the config's structure
 
 
 class ConfigError(ValueError):
@@ -42,13 +43,37 @@ def compose_unresolved(overrides: list[str]) -> DictConfig:
             raise ConfigError(f"malformed override {override!r}: expected key=value (e.g. optim.lr=1e-3)")
         key, value = override.split("=", 1)
         group = key.lstrip("+~")
-        if group in ("model", "task", "optim", "trainer") and value not in group_choices(group):
+        if group in CONFIG_GROUPS and value not in group_choices(group):
             raise ConfigError(f"unknown {group} {value!r}; valid choices: {group_choices(group)}")
     try:
-        with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-            return compose(config_name="train", overrides=list(overrides))
+        return compose_train(overrides)
     except (HydraException, OmegaConfBaseException) as error:
+        appended = with_new_keys_appended(overrides)
+        if appended != list(overrides):
+            try:
+                return compose_train(appended)  # the run schema names each key that no code reads
+            except (HydraException, OmegaConfBaseException):
+                pass
         raise ConfigError(f"bad override in {list(overrides)}: {error}") from None
+
+
+def compose_train(overrides: list[str]) -> DictConfig:
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return compose(config_name="train", overrides=list(overrides))
+
+
+def with_new_keys_appended(overrides: list[str]) -> list[str]:
+    """The overrides with ``+`` before each ``key=value`` whose key the config lacks.
+
+    Hydra refuses such an override with a hint to append it (``+optim.lrr=1e-3``), which would train with the typo
+    kept silently; appended, the key reaches the run schema, which rejects it and names the closest valid keys.
+    Model options (an open mapping checked by the backbone's config) may so be set without ``+``."""
+    choices = [override for override in overrides if override.split("=", 1)[0] in CONFIG_GROUPS]
+    base = compose_train(choices)
+    missing = object()
+    return [f"+{override}" if override[0] not in "+~" and override not in choices
+            and OmegaConf.select(base, override.split("=", 1)[0], default=missing) is missing else override
+            for override in overrides]
 
 
 def config_yaml(config: DictConfig) -> str:

@@ -52,7 +52,8 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     warnings.filterwarnings("ignore", message=".*does not have many workers.*")
     warnings.filterwarnings("ignore", message=".*LeafSpec.*")
     warnings.filterwarnings("ignore", message=".*exists and is not empty.*")  # config.yaml etc. are written first
-    torch.set_num_threads(config.trainer.num_threads)
+    if config.trainer.num_threads is not None:
+        torch.set_num_threads(config.trainer.num_threads)
     L.seed_everything(config.seed, workers=True, verbose=False)
     data = build_datamodule(config.task, config.trainer.batch_size)
     module = SequenceTaskModule(

@@ -1,61 +1,70 @@
 """Checks of a composed run config that need no compute: they run while a sweep is planned, before anything is
-written to the run store, and import no torch (a bad config is rejected in about a second)."""
+written to the run store, and import no torch (a bad config is rejected in about a second).
+
+Every key is checked against the run schema (experiments.run_schema), the task family's schema (tasks.registry)
+and the backbone's config dataclass (models.catalog); every problem is reported at once, one line each.
+"""
 
 import functools
 import json
 
 from omegaconf import DictConfig, OmegaConf
 
+from experiments.config_schema import section_problems
 from experiments.configuration import ConfigError
+from experiments.run_schema import SECTIONS, ModelSection, RunConfig
 from models.catalog import backbone_config, known_backbones
-from tasks.formal_languages import get_task
-
-LOGGERS = ("csv", "tensorboard", "wandb")
-TASK_FAMILIES = ("formal_language",)
+from tasks.registry import TASK_FAMILIES
 
 
 def backbone_options(model: DictConfig) -> dict:
     return OmegaConf.to_container(model.options, resolve=True) if model.get("options") else {}
 
 
-def _check_task(task: DictConfig) -> None:
-    if task.family not in TASK_FAMILIES:
-        raise ConfigError(f"unknown task.family {task.family!r}; valid choices: {list(TASK_FAMILIES)}")
-    minimum = get_task(task.name).min_length
-    if task.train_max_length < minimum:
-        raise ConfigError(f"task.train_max_length={task.train_max_length} is below {task.name}'s shortest sequence ({minimum})")
-    if not minimum <= task.eval_min_length <= task.eval_max_length:
-        raise ConfigError(
-            f"task.eval_min_length={task.eval_min_length} and task.eval_max_length={task.eval_max_length} must satisfy "
-            f"{minimum} <= eval_min_length <= eval_max_length"
-        )
-
-
 def validate_run_config(config: DictConfig) -> None:
-    """Model (its config dataclass, which checks every value the module build depends on), task and trainer
-    settings; ConfigError names the bad value.
+    """ConfigError listing every bad value of the run config, one per line."""
+    problems = run_config_problems(OmegaConf.to_container(config, resolve=True))
+    if problems:
+        raise ConfigError(problems_message(problems))
 
-    Runs of a sweep differ mostly in learning rate and seed: each (model, task, logger) is checked once."""
-    parts = (config.model, config.task, config.trainer.logger)
-    _validate(*(json.dumps(OmegaConf.to_container(part), sort_keys=True) if isinstance(part, DictConfig) else part
-                for part in parts))
+
+def problems_message(problems: list[str]) -> str:
+    if len(problems) == 1:
+        return problems[0]
+    return f"{len(problems)} bad values:\n" + "\n".join(f"  {problem}" for problem in problems)
+
+
+def run_config_problems(config: dict) -> list[str]:
+    problems = section_problems(RunConfig, config, "")
+    if not all(isinstance(config.get(name), dict) for name in ("model", "task", *SECTIONS)):
+        return problems
+    for name, schema in SECTIONS.items():
+        problems += section_problems(schema, config[name], name)
+    problems += task_problems(config["task"])
+    problems += list(model_problems(json.dumps(config["model"], sort_keys=True)))
+    return problems
+
+
+def task_problems(task: dict) -> list[str]:
+    family = task.get("family")
+    if family not in TASK_FAMILIES:
+        return [f"task.family={family!r} is not valid; valid choices: {sorted(TASK_FAMILIES)}"]
+    return section_problems(TASK_FAMILIES[family].config, task, "task")
 
 
 @functools.lru_cache(maxsize=4096)
-def _validate(model_json: str, task_json: str, logger: str) -> None:
-    _validate_parts(OmegaConf.create(json.loads(model_json)), OmegaConf.create(json.loads(task_json)), logger)
-
-
-def _validate_parts(model: DictConfig, task: DictConfig, logger: str) -> None:
-    if model.name not in known_backbones():
-        raise ConfigError(f"unknown model {model.name!r}; valid choices: {known_backbones()}")
-    if logger not in LOGGERS:
-        raise ConfigError(f"unknown trainer.logger {logger!r}; valid choices: {list(LOGGERS)}")
+def model_problems(model_json: str) -> tuple[str, ...]:
+    """The model section's keys and types, then the backbone's own config check (cached: a sweep's runs share a
+    handful of models)."""
+    model = json.loads(model_json)
+    if model.get("name") not in known_backbones():
+        return (f"model.name={model.get('name')!r} is not valid; valid choices: {known_backbones()}",)
+    problems = section_problems(ModelSection, model, "model")
+    if problems:
+        return tuple(problems)
     try:
-        backbone_config(model.name, embedding_dim=model.embedding_dim, num_blocks=model.num_blocks,
-                        **backbone_options(model))
-        _check_task(task)
-    except ConfigError:
-        raise
+        backbone_config(model["name"], embedding_dim=model["embedding_dim"], num_blocks=model["num_blocks"],
+                        **(model["options"] or {}))
     except (ValueError, TypeError) as error:
-        raise ConfigError(f"{model.name} / {task.name}: {error}") from None
+        return (str(error),)
+    return ()

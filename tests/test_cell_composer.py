@@ -36,9 +36,9 @@ def test_cells_that_differ_in_learning_rate_and_seed_share_a_compose_and_equal_a
 
 
 def test_an_interpolation_that_reads_a_grid_value_composes_every_cell(compose_count):
-    runs = load_artifact("sweep-fixture").runs("paper", ["+debug.lr_copy=${optim.lr}"])
+    runs = load_artifact("sweep-fixture").runs("paper", ["optim.min_lr=${optim.lr}"])
     assert len(compose_count) == 36
-    assert all(run.config.debug.lr_copy == run.cell["optim.lr"] for run in runs)
+    assert all(run.config.optim.min_lr == run.cell["optim.lr"] for run in runs)
 
 
 def test_the_first_cell_of_every_model_is_composed_first(compose_count):

@@ -15,6 +15,7 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset
 
 from tasks.formal_languages.base import IGNORE_INDEX, FormalLanguageTask
+from tasks.formal_languages.config import FormalLanguageTaskConfig
 from tasks.formal_languages.registry import get_task
 from tasks.spec import TaskSpec
 
@@ -138,3 +139,12 @@ def _check_at_least(name: str, value: int, minimum: int, minimum_is: str = "") -
     if value < minimum:
         bound = f"{minimum_is} ({minimum})" if minimum_is else str(minimum)
         raise ValueError(f"{name}={value} is out of range; it must be >= {bound}")
+
+
+def build_datamodule(config: FormalLanguageTaskConfig, batch_size: int) -> FormalLanguageDataModule:
+    """The datamodule of a run's task config (configs/task/*.yaml)."""
+    return FormalLanguageDataModule(
+        task_name=config.name, batch_size=batch_size, train_max_length=config.train_max_length,
+        eval_min_length=config.eval_min_length, eval_max_length=config.eval_max_length, data_seed=config.data_seed,
+        val_samples=config.val_samples, test_samples=config.test_samples,
+    )

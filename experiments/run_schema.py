@@ -1,0 +1,111 @@
+"""The schema of a run config (configs/train.yaml and its groups): every key the training code reads, typed and
+bounded. A key outside these schemas is read by no code, so it is an error (naming the closest valid keys).
+
+The task group's schema comes from its family (tasks.registry); the model group's options are checked by the
+backbone's own config dataclass (models.catalog).
+"""
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+# Lightning's precision strings (lightning.fabric.connector._PRECISION_INPUT_STR), accelerators and strategies
+# (its StrategyRegistry), copied so that a config is checked without importing Lightning; a test keeps them equal.
+PRECISIONS = ("transformer-engine", "transformer-engine-float16", "16-true", "16-mixed", "bf16-true", "bf16-mixed",
+              "32-true", "64-true")
+ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps", "tpu")
+STRATEGIES = (
+    "auto", "ddp", "ddp_spawn", "ddp_fork", "ddp_notebook", "ddp_find_unused_parameters_false",
+    "ddp_find_unused_parameters_true", "ddp_spawn_find_unused_parameters_false",
+    "ddp_spawn_find_unused_parameters_true", "ddp_fork_find_unused_parameters_false",
+    "ddp_fork_find_unused_parameters_true", "ddp_notebook_find_unused_parameters_false",
+    "ddp_notebook_find_unused_parameters_true", "deepspeed", "deepspeed_stage_1", "deepspeed_stage_2",
+    "deepspeed_stage_2_offload", "deepspeed_stage_3", "deepspeed_stage_3_offload", "deepspeed_stage_3_offload_nvme",
+    "fsdp", "fsdp_cpu_offload", "single_device", "single_xla", "xla_debug", "xla", "single_tpu",
+)
+LOGGERS = ("csv", "tensorboard", "wandb")
+SCALES = ("smoke", "mini", "paper", "adhoc")
+
+POSITIVE = {"above": 0}
+NOT_NEGATIVE = {"at_least": 0}
+AT_LEAST_ONE = {"at_least": 1}
+FRACTION = {"at_least": 0, "at_most": 1}
+
+
+@dataclass
+class ModelSection:
+    """configs/model/*.yaml: the backbone by registry name, its size and its own options."""
+
+    name: str
+    embedding_dim: int = field(metadata=AT_LEAST_ONE)
+    num_blocks: int = field(metadata=AT_LEAST_ONE)
+    options: dict = field(default_factory=dict)
+
+
+@dataclass
+class OptimConfig:
+    """configs/optim/adamw.yaml: AdamW with linear warm-up and cosine decay to ``min_lr``."""
+
+    lr: float = field(metadata=POSITIVE)
+    betas: list[float] = field(metadata=FRACTION)
+    eps: float = field(metadata=POSITIVE)
+    weight_decay: float = field(metadata=NOT_NEGATIVE)
+    warmup_fraction: float = field(metadata=FRACTION)
+    min_lr: float = field(metadata=NOT_NEGATIVE)
+
+    def problems(self) -> list[str]:
+        problems = []
+        if len(self.betas) != 2 or max(self.betas) >= 1:
+            problems.append(f"betas={self.betas} must be two numbers in [0, 1)")
+        if self.min_lr > self.lr:
+            problems.append(f"min_lr={self.min_lr} must not exceed lr={self.lr} (the cosine decays from lr to min_lr)")
+        return problems
+
+
+@dataclass
+class TrainerConfig:
+    """configs/trainer/default.yaml: the Lightning trainer, the batch and the run's bookkeeping."""
+
+    max_steps: int = field(metadata=AT_LEAST_ONE)
+    batch_size: int = field(metadata=AT_LEAST_ONE)
+    val_every_steps: int = field(metadata=AT_LEAST_ONE)
+    gradient_clip_val: float | None = field(metadata=NOT_NEGATIVE)
+    precision: Literal[PRECISIONS]
+    accelerator: Literal[ACCELERATORS]
+    devices: int | Literal["auto"] | list[int]
+    strategy: Literal[STRATEGIES]
+    num_threads: int | None = field(metadata=AT_LEAST_ONE)  # null: torch's default (every core)
+    logger: Literal[LOGGERS]
+    checkpoint: bool
+
+    def problems(self) -> list[str]:
+        if isinstance(self.devices, int) and self.devices < 1 and self.devices != -1:
+            return [f"devices={self.devices} must be a count >= 1, -1 (all), 'auto' or a list of device indices"]
+        return []
+
+
+@dataclass
+class DebugConfig:
+    """Fault injection. ``fail_after_steps`` is read by experiments.train; the others by the fake run functions of
+    the sweep runner's tests (tests/sweep_fakes.py)."""
+
+    fail_after_steps: int | None = field(default=None, metadata=AT_LEAST_ONE)
+    sleep_seconds: float = field(default=0.0, metadata=NOT_NEGATIVE)
+    fail_model: str | None = None
+    exit_model: str | None = None
+
+
+@dataclass
+class RunConfig:
+    """configs/train.yaml: the groups, the seed and the sweep's labels."""
+
+    model: dict
+    task: dict
+    optim: dict
+    trainer: dict
+    debug: dict
+    seed: int = field(metadata=NOT_NEGATIVE)
+    artifact: str | None
+    scale: Literal[SCALES] | None
+
+
+SECTIONS = {"optim": OptimConfig, "trainer": TrainerConfig, "debug": DebugConfig}
