@@ -23,6 +23,7 @@ from typing import Callable, Iterator, Sequence
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 
+from experiments.arguments import add_overrides_argument, add_scale_argument
 from experiments.artifacts import Artifact, PlannedRun, check_scale, load_artifact, override_value
 from experiments.claims import CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, heartbeat_seconds_for, holding, read_claim
 from experiments.configuration import CONFIGS, group_choices, load_yaml
@@ -364,31 +365,17 @@ def read_manifest(path: Path) -> Manifest:
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    from experiments.artifacts import SCALES, known_artifacts
+    from experiments.artifacts import known_artifacts
 
     parser.add_argument("artifact", help=f"the paper artifact, one of {known_artifacts()}")
-    parser.add_argument("--scale", required=True, choices=SCALES, help="smoke (seconds), mini (one CPU), paper (GPU cluster)")
+    add_scale_argument(parser)
     parser.add_argument("--launcher", default="local", help=f"one of {group_choices('launcher')} (configs/launcher/)")
     parser.add_argument("--jobs", type=int, default=None, help="worker processes of the local launcher (default: its config)")
-    parser.add_argument("--dry-run", action="store_true", help="list the runs, their status and a compute estimate; run nothing")
-    parser.add_argument("overrides", nargs="*", metavar="OVERRIDE", help="Hydra overrides for every run, e.g. model.num_blocks=3")
+    parser.add_argument("--dry-run", action="store_true", help="a summary per model and task of the runs, what is done and a compute estimate; run nothing")
     parser.add_argument("--run-function", default=DEFAULT_RUN_FUNCTION, help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, default=RUN_STORE, help=argparse.SUPPRESS)
     parser.add_argument("--claim-timeout", type=float, default=DEFAULT_STALE_AFTER_SECONDS, help=argparse.SUPPRESS)
-    accept_overrides_after_options(parser)
-
-
-def accept_overrides_after_options(parser: argparse.ArgumentParser) -> None:
-    """argparse fills a ``nargs='*'`` positional once, before the first option (``sweep formal-main --scale mini
-    a=1`` leaves ``a=1`` unrecognised); words left over after parsing are overrides too."""
-    parse_known_args = parser.parse_known_args
-
-    def parse_known_args_with_overrides(args=None, namespace=None):
-        namespace, extras = parse_known_args(args, namespace)
-        namespace.overrides = [*namespace.overrides, *(extra for extra in extras if not extra.startswith("-"))]
-        return namespace, [extra for extra in extras if extra.startswith("-")]
-
-    parser.parse_known_args = parse_known_args_with_overrides
+    add_overrides_argument(parser, "Hydra overrides for every run, e.g. model.num_blocks=3")
 
 
 def sweep_command(arguments: argparse.Namespace) -> int:
