@@ -3,7 +3,7 @@
 import hashlib
 import itertools
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -17,6 +17,7 @@ from models.catalog import known_backbones
 ARTIFACTS = CONFIGS / "paper"
 EXTRA_ARTIFACTS_VARIABLE = "XLSTM_SUITE_ARTIFACTS"  # more folders of artifact files (os.pathsep-separated)
 SCALES = ("smoke", "mini", "paper")
+ARTIFACT_KEYS = ("artifact", "title", "grid", "overrides", "cell_overrides", "selection", "report", "paper", "scales")
 MODEL_NOT_REGISTERED = "not in the model registry yet (the baseline zoo issue adds it)"
 
 
@@ -43,7 +44,7 @@ class Artifact:
     """A paper table or figure: the sweep behind it, its selection rule, its report and its scales."""
 
     name: str
-    title: str
+    title: str  # may name config values of the scale, e.g. "lengths {task.eval_min_length}-{task.eval_max_length}"
     grid: dict[str, list]
     overrides: list[str]
     selection: dict
@@ -51,6 +52,9 @@ class Artifact:
     scales: dict[str, dict]
     # grid key -> value -> overrides for those cells only, e.g. {"model": {"xlstm_0_1": [sLSTM options]}}
     cell_overrides: dict[str, dict[str, list[str]]]
+    # what the paper prints for the artifact: ``unprinted`` (why it prints no numbers, if so) and ``findings``
+    # (experiments.findings)
+    paper: dict = field(default_factory=dict)
 
     def grid_of(self, scale: str) -> dict[str, list]:
         """The base grid with the keys the scale's grid replaces (new keys go last)."""
@@ -113,6 +117,9 @@ def load_artifact(name: str) -> Artifact:
 
 def artifact_from_yaml(path: Path) -> Artifact:
     content = OmegaConf.to_container(load_yaml(path), resolve=True)
+    unknown = sorted(set(content) - set(ARTIFACT_KEYS))
+    if unknown:
+        raise ValueError(f"{path}: unknown keys {unknown}; valid keys: {list(ARTIFACT_KEYS)}")
     if content.get("artifact") != path.stem:
         raise ValueError(f"{path}: artifact {content.get('artifact')!r} must equal the file name {path.stem!r}")
     unknown_scales = sorted(set(content.get("scales") or {}) - set(SCALES))
@@ -127,6 +134,7 @@ def artifact_from_yaml(path: Path) -> Artifact:
         report=content.get("report") or {},
         scales={scale: settings or {} for scale, settings in (content.get("scales") or {}).items()},
         cell_overrides=content.get("cell_overrides") or {},
+        paper=content.get("paper") or {},
     )
 
 

@@ -3,16 +3,19 @@
 import argparse
 import sys
 
+from experiments.arguments import add_overrides_argument, add_scale_argument
 from experiments.configuration import ConfigError
 
 
 def _add_report_arguments(parser: argparse.ArgumentParser) -> None:
     """Here rather than in experiments.report: parsing must not import pandas and matplotlib."""
     parser.add_argument("artifact", help="a paper artifact (see `xlstm-suite list`) or 'all'")
-    parser.add_argument("--scale", default="paper", help="smoke, mini or paper (default: paper)")
+    add_scale_argument(parser)
+    parser.add_argument("--force", action="store_true",
+                        help="replace an existing report even if the new one has fewer finished cells")
     parser.add_argument("--root", default=None, help="run store (default: results/runs)")
     parser.add_argument("--destination", default=None, help="report folder (default: results/reports)")
-    parser.add_argument("overrides", nargs="*", help="the Hydra overrides the sweep ran with (an ablation)")
+    add_overrides_argument(parser, "the Hydra overrides the sweep ran with (an ablation)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,10 +52,9 @@ def main(argv: list[str] | None = None) -> int:
             from experiments.status import list_command
 
             return list_command(arguments)
-        from experiments.artifacts import check_scale, load_artifact
+        from experiments.artifacts import load_artifact
 
-        check_scale(arguments.scale)  # bad names fail before pandas and matplotlib are imported
-        if arguments.artifact != "all":
+        if arguments.artifact != "all":  # a bad name fails before pandas and matplotlib are imported
             load_artifact(arguments.artifact)
         from experiments.report import report_command
 

@@ -1,4 +1,6 @@
-"""How models, groups and tasks are named in reports (the paper's spelling)."""
+"""How models, tasks, metrics and scales are named and shown in reports (the paper's spelling)."""
+
+from dataclasses import dataclass
 
 MODEL_NAMES = {
     "llama": "Llama", "gpt3": "GPT-3", "mamba": "Mamba", "retnet": "Retention", "hyena": "Hyena", "h3": "H3",
@@ -6,6 +8,44 @@ MODEL_NAMES = {
     "lstm": "LSTM", "lstm_block": "LSTM (Block)", "lstm_residual": "LSTM (Residual)",
     "xlstm_0_1": "xLSTM[0:1]", "xlstm_1_0": "xLSTM[1:0]", "xlstm_1_1": "xLSTM[1:1]", "xlstm_7_1": "xLSTM[7:1]",
 }
+
+# What a report at each scale can claim (DESIGN.md, Scales).
+SCALE_NOTES = {
+    "smoke": "Smoke scale: tests that every code path of the artifact runs end to end. Its numbers are not findings.",
+    "mini": "Mini scale: the artifact at one CPU's budget (sizes, steps and grid below). Each run is one draw of its "
+            "seed; compare with the paper's finding, not its numbers.",
+    "paper": "Paper scale: the paper's hyperparameters, sizes, steps, seeds and grid.",
+}
+
+
+@dataclass(frozen=True)
+class MetricScale:
+    """The range a metric can take, for colour scales: a diverging palette around ``center`` when it has one (the
+    middle of the range, where the palette turns)."""
+
+    label: str
+    low: float
+    high: float
+    center: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.center is not None and self.center != (self.low + self.high) / 2:
+            raise ValueError(f"{self.label}: center={self.center} must be the middle of [{self.low}, {self.high}]")
+
+
+# By the metric's last name component (test/scaled_accuracy -> scaled_accuracy). Scaled accuracy maps guessing to
+# 0 and perfect to 1; below guessing it reaches -1 (a task with s_rand = 1/2 answered always wrong).
+METRIC_SCALES = {
+    "scaled_accuracy": MetricScale("scaled accuracy", -1.0, 1.0, center=0.0),
+    "accuracy": MetricScale("accuracy", 0.0, 1.0),
+}
+
+
+def metric_scale(metric: str) -> MetricScale:
+    name = metric.rsplit("/", 1)[-1]
+    if name not in METRIC_SCALES:
+        raise ValueError(f"no colour scale for metric {metric!r}; known metrics: {sorted(METRIC_SCALES)}")
+    return METRIC_SCALES[name]
 
 
 def model_name(model: str) -> str:

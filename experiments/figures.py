@@ -11,23 +11,26 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from experiments.display import label  # noqa: E402
+from experiments.display import MetricScale, label  # noqa: E402
 
 
 def grouped_heatmap(values: pd.DataFrame, notes: pd.DataFrame, column_groups: dict[str, str], title: str,
-                    colorbar_label: str) -> plt.Figure:
-    """Rows x columns heatmap of values in [0, 1]; columns grouped (labels above, separators between groups).
+                    scale: MetricScale) -> plt.Figure:
+    """Rows x columns heatmap over the metric's whole range (a diverging palette around its centre, if it has
+    one); columns grouped (labels above, separators between groups).
 
     ``values``: rows x columns, NaN where there is no result; ``notes``: the same shape, the text shown in cells
     without a result ("missing", "n/a"); ``column_groups``: column -> group, columns already in group order.
     """
     annotations = values.map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
-    width = 1.6 + 0.75 * values.shape[1]
-    height = 1.6 + 0.5 * values.shape[0]
+    width = 2.4 + 0.75 * values.shape[1]
+    height = 2.0 + 0.5 * values.shape[0]
     figure, axes = plt.subplots(figsize=(width, height))
     axes.set_facecolor("#e6e6e6")  # cells without a result
-    sns.heatmap(values.astype(float), annot=annotations, fmt="", cmap="YlGnBu", vmin=0, vmax=1, linewidths=0.5,
-                linecolor="white", cbar_kws={"label": colorbar_label}, ax=axes, annot_kws={"fontsize": 8})
+    palette = "RdBu" if scale.center is not None else "YlGnBu"
+    sns.heatmap(values.astype(float), annot=annotations, fmt="", cmap=palette, vmin=scale.low, vmax=scale.high,
+                linewidths=0.5, linecolor="white", cbar_kws={"label": scale.label}, ax=axes,
+                annot_kws={"fontsize": 8})
     for row, column in zip(*values.isna().to_numpy().nonzero()):  # seaborn leaves cells without a value blank
         axes.text(column + 0.5, row + 0.5, notes.iat[row, column] or "", ha="center", va="center", fontsize=7,
                   color="#707070")
@@ -43,9 +46,13 @@ def grouped_heatmap(values: pd.DataFrame, notes: pd.DataFrame, column_groups: di
     for start, end in zip(starts, ends):
         axes.text((start + end) / 2, -0.3, label(groups[start]), ha="center", va="bottom", fontsize=9,
                   fontweight="bold")
-    axes.set_title(title, pad=28, fontsize=11)
+    axes.set_title(title, pad=28, fontsize=10)
     figure.tight_layout()
     return figure
+
+
+# No creation date in the files: the same report gives the same bytes (committed figures change only with results).
+FIXED_METADATA = {".png": {}, ".pdf": {"CreationDate": None}}
 
 
 def save(figure: plt.Figure, stem: Path) -> list[Path]:
@@ -54,7 +61,7 @@ def save(figure: plt.Figure, stem: Path) -> list[Path]:
     for suffix in (".png", ".pdf"):
         path = stem.with_suffix(suffix)
         temporary = path.with_name(f".{path.name}.tmp{suffix}")
-        figure.savefig(temporary, dpi=150, bbox_inches="tight")
+        figure.savefig(temporary, dpi=150, bbox_inches="tight", metadata=FIXED_METADATA[suffix])
         os.replace(temporary, path)
         written.append(path)
     plt.close(figure)

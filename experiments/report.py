@@ -1,28 +1,47 @@
-"""`xlstm-suite report`: apply an artifact's selection rule to its finished runs; write .md, .csv, .png, .pdf."""
+"""`xlstm-suite report`: apply an artifact's selection rule to its finished runs; write .md, .csv, .png, .pdf and
+the per-run results behind them (.runs.csv).
+
+A report never destroys results: an artifact without finished runs at the scale writes nothing, and an existing
+report is replaced only by one with at least as many finished cells (or with ``--force``).
+"""
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 from rich.console import Console
 
-from experiments.artifacts import SCALES, Artifact, known_artifacts, load_artifact
+from experiments.artifacts import Artifact, PlannedRun, known_artifacts, load_artifact
 from experiments.atomic import write_text_atomic
-from experiments.display import model_name
+from experiments.committed_runs import committed_path, per_run_rows, read_committed, with_committed, write_committed
+from experiments.display import metric_scale, model_name
 from experiments.figures import grouped_heatmap, save
+from experiments.findings import findings_of
 from experiments.paths import PAPER_NUMBERS, REPORTS, RESULTS
+from experiments.report_text import figure_title, markdown
 from experiments.run_store import runs_frame
 from experiments.selection import select_cells
 
 MISSING, NOT_AVAILABLE = "missing", "n/a"
 
 
-def run_table(artifact: Artifact, scale: str, root: Path, extra_overrides: Sequence[str] = ()) -> pd.DataFrame:
+@dataclass
+class ReportOutcome:
+    """``written`` (with the paths), ``empty`` (no finished run at the scale) or ``kept`` (the existing report has
+    more finished cells); ``message`` says which, with the counts."""
+
+    status: str
+    message: str
+    paths: list[Path] = field(default_factory=list)
+
+
+def run_table(runs: Sequence[PlannedRun], root: Path) -> pd.DataFrame:
     """One row per planned run: its cell keys, status, the reason a model is not available, and its metrics."""
-    runs = runs_frame(artifact.runs(scale, extra_overrides), root)
-    runs["unavailable"] = runs["reason"].where(runs["status"] == "unavailable")
-    return runs
+    table = runs_frame(runs, root)
+    table["unavailable"] = table["reason"].where(table["status"] == "unavailable")
+    return table
 
 
 def paper_values(artifact: Artifact, metric: str) -> pd.DataFrame | None:
@@ -35,8 +54,8 @@ def paper_values(artifact: Artifact, metric: str) -> pd.DataFrame | None:
 
 
 def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per reported cell, missing and unavailable cells included: model, cell keys, metric, ours, paper,
-    runs, note."""
+    """One row per reported cell, missing and unavailable cells included: model, cell keys, metric, ours, std,
+    paper, runs, note."""
     report, selection = artifact.report, artifact.selection
     cells, metric = list(report["cells"]), report["metric"]
     done = runs[runs["status"] == "done"]
@@ -61,7 +80,7 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
         table = table.merge(paper[[*cells, "paper"]], on=cells, how="left")
     else:
         table["paper"] = float("nan")
-    return table[[*cells, "metric", "ours", "paper", "runs", "note"]]
+    return table[[*cells, "metric", "ours", "std", "paper", "runs", "note"]]
 
 
 def _task_groups(tasks: list[str]) -> dict[str, str]:
@@ -70,7 +89,7 @@ def _task_groups(tasks: list[str]) -> dict[str, str]:
     return {task: get_task(task).group for task in tasks}
 
 
-def heatmap(artifact: Artifact, table: pd.DataFrame, scale: str):
+def heatmap(artifact: Artifact, table: pd.DataFrame, title: str):
     models = list(dict.fromkeys(table["model"]))
     groups = _task_groups(list(dict.fromkeys(table["task"])))
     group_order = list(dict.fromkeys(groups.values()))
@@ -81,29 +100,7 @@ def heatmap(artifact: Artifact, table: pd.DataFrame, scale: str):
                for note, ours in zip(table["note"], table["ours"])]
     ).pivot(index="model", columns="task", values="short").reindex(index=models, columns=tasks)
     values.index = notes.index = [model_name(model) for model in models]
-    title = f"{artifact.title} [{scale} scale]"
-    return grouped_heatmap(values, notes, groups, title, colorbar_label="scaled accuracy")
-
-
-def markdown(artifact: Artifact, table: pd.DataFrame, scale: str, figure_name: str | None,
-             extra_overrides: Sequence[str]) -> str:
-    lines = [f"# {artifact.name} ({scale} scale)", "", artifact.title, ""]
-    if extra_overrides:
-        lines += [f"Runs with the overrides `{' '.join(extra_overrides)}`.", ""]
-    selection = artifact.selection
-    lines.append(
-        f"Selection: per cell, the {', '.join(selection.get('choose', [])) or 'run'} with the best "
-        f"{selection['metric']} ({selection['mode']}) averaged over {', '.join(selection.get('average', [])) or 'nothing'}; "
-        f"`ours` is the mean of {artifact.report['metric']} over the chosen runs (`runs` of them)."
-    )
-    lines.append("")
-    if figure_name:
-        lines += [f"![{artifact.name}]({figure_name})", ""]
-    shown = table.copy()
-    shown["ours"] = shown["ours"].map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
-    shown["paper"] = shown["paper"].map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
-    lines.append(shown.to_markdown(index=False))
-    return "\n".join(lines) + "\n"
+    return grouped_heatmap(values, notes, groups, title, metric_scale(artifact.report["metric"]))
 
 
 def report_stem(name: str, extra_overrides: Sequence[str]) -> str:
@@ -113,32 +110,68 @@ def report_stem(name: str, extra_overrides: Sequence[str]) -> str:
     return f"{name}-{hashlib.sha256(' '.join(extra_overrides).encode()).hexdigest()[:8]}"
 
 
-def write_report(name: str, scale: str, root: Path, destination: Path, extra_overrides: Sequence[str] = ()) -> list[Path]:
+def finished_cells(csv_path: Path) -> int | None:
+    """How many cells of an existing report's table have a value; None if there is no report."""
+    if not csv_path.exists():
+        return None
+    return int(pd.read_csv(csv_path)["ours"].notna().sum())
+
+
+def write_report(name: str, scale: str, root: Path, destination: Path, extra_overrides: Sequence[str] = (),
+                 force: bool = False) -> ReportOutcome:
     artifact = load_artifact(name)
-    table = cell_table(artifact, run_table(artifact, scale, root, extra_overrides))
+    planned = artifact.runs(scale, extra_overrides)
     stem = destination / scale / report_stem(name, extra_overrides)
+    cell_keys = list(artifact.grid_of(scale))
+    runs = with_committed(run_table(planned, root), read_committed(committed_path(stem)), cell_keys)
+    table = cell_table(artifact, runs)
+    finished = int(table["ours"].notna().sum())
+    if finished == 0:
+        return ReportOutcome("empty", f"{name} ({scale}): no finished runs of its {len(planned)} planned runs; "
+                                      f"nothing written (run `xlstm-suite sweep {name} --scale {scale}` first)")
+    existing = finished_cells(stem.with_suffix(".csv"))
+    if existing is not None and finished < existing and not force:
+        return ReportOutcome("kept", f"{name} ({scale}): kept {stem.with_suffix('.md')}: it has {existing} finished "
+                                     f"cells, this report would have {finished} of {len(table)}; finish the missing "
+                                     "runs, or pass --force to replace it")
+    return ReportOutcome("written", f"{name} ({scale}): {finished} of {len(table)} cells finished",
+                         write_files(artifact, planned, runs, table, scale, stem, extra_overrides))
+
+
+def write_files(artifact: Artifact, planned: Sequence[PlannedRun], runs: pd.DataFrame, table: pd.DataFrame,
+                scale: str, stem: Path, extra_overrides: Sequence[str]) -> list[Path]:
+    """The per-run results first, then the cell table, the figure and the page."""
     stem.parent.mkdir(parents=True, exist_ok=True)
-    written = []
+    runs_path = committed_path(stem)
+    write_committed(runs_path, per_run_rows(runs, list(artifact.grid_of(scale))))
+    written = [runs_path]
     figure_name = None
     if artifact.report["kind"] == "heatmap":
-        written += save(heatmap(artifact, table, scale), stem)
+        written += save(heatmap(artifact, table, figure_title(artifact, planned, scale)), stem)
         figure_name = stem.with_suffix(".png").name
     csv_path, md_path = stem.with_suffix(".csv"), stem.with_suffix(".md")
     write_text_atomic(csv_path, table.to_csv(index=False))
-    write_text_atomic(md_path, markdown(artifact, table, scale, figure_name, extra_overrides))
+    write_text_atomic(md_path, markdown(artifact, planned, table, scale, figure_name, extra_overrides,
+                                        findings_of(artifact.paper)))
     return [md_path, csv_path, *written]
 
 
 def report_command(arguments) -> int:
+    """Exit code 0 if a report was written (for ``all``: at least one), else 1."""
     console = Console()
-    if arguments.scale not in SCALES:
-        raise ValueError(f"unknown scale {arguments.scale!r}; valid choices: {list(SCALES)}")
     names = known_artifacts() if arguments.artifact == "all" else [arguments.artifact]
     for name in names:
         load_artifact(name)  # unknown names fail before anything is written
     root = Path(arguments.root) if arguments.root else RESULTS / "runs"
     destination = Path(arguments.destination) if arguments.destination else REPORTS
+    outcomes = []
     for name in names:
-        for path in write_report(name, arguments.scale, root, destination, arguments.overrides):
-            console.print(f"wrote {path}")
-    return 0
+        outcome = write_report(name, arguments.scale, root, destination, arguments.overrides, arguments.force)
+        outcomes.append(outcome)
+        if outcome.status == "written":
+            console.print(outcome.message, highlight=False)
+            for path in outcome.paths:
+                console.print(f"  wrote {path}", highlight=False, soft_wrap=True)
+        else:
+            console.print(f"[yellow]skipped[/] {outcome.message}", highlight=False, soft_wrap=True)
+    return 0 if any(outcome.status == "written" for outcome in outcomes) else 1

@@ -27,12 +27,13 @@ def test_sweep_trains_records_and_reports(tmp_path):
         assert (run_dir / "config.yaml").exists() and (run_dir / "metrics.csv").exists()
         assert "val/scaled_accuracy" in pd.read_csv(run_dir / "metrics.csv").columns
     # the report plans the fixture's full smoke grid: the two runs done, the other cells marked missing
-    written = write_report("sweep-fixture", "smoke", runs, reports, extra_overrides=TINY)
-    assert {path.suffix for path in written} == {".md", ".csv", ".png", ".pdf"}
-    stem = written[0].stem
+    outcome = write_report("sweep-fixture", "smoke", runs, reports, extra_overrides=TINY)
+    assert outcome.status == "written"
+    assert sorted(path.name.split(".", 1)[1] for path in outcome.paths) == ["csv", "md", "pdf", "png", "runs.csv"]
+    stem = outcome.paths[0].stem
     assert stem.startswith("sweep-fixture-")  # an ablation's report does not overwrite the artifact's
     table = pd.read_csv(reports / "smoke" / f"{stem}.csv")
-    assert list(table.columns) == ["model", "task", "metric", "ours", "paper", "runs", "note"]
+    assert list(table.columns) == ["model", "task", "metric", "ours", "std", "paper", "runs", "note"]
     done = table[table["runs"] > 0]
     assert sorted(done["model"]) == ["xlstm_0_1", "xlstm_1_0"] and (done["task"] == "parity").all()
     missing = table[table["runs"] == 0]

@@ -1,0 +1,112 @@
+"""The words of a report: its title with the scale's settings filled in, and its markdown page."""
+
+import re
+from collections.abc import Sequence
+
+import pandas as pd
+from omegaconf import OmegaConf
+
+from experiments.artifacts import Artifact, PlannedRun
+from experiments.display import SCALE_NOTES, label, model_name
+from experiments.findings import Finding, check
+
+PLACEHOLDER = re.compile(r"\{([\w.]+)\}")
+UNPRINTED_MARK = "no number¹"
+
+
+def config_values(runs: Sequence[PlannedRun], key: str) -> list:
+    """The distinct values of a config key over the planned runs that have a config, sorted."""
+    values = {OmegaConf.select(run.config, key) for run in runs if run.config is not None}
+    return sorted(values, key=lambda value: (str(type(value)), value))
+
+
+def summary(values: list) -> str:
+    """One value as itself; numbers as "low-high" beyond three values; otherwise listed: "0.0001, 0.001, 0.01"."""
+    shown = [f"{value:g}" if isinstance(value, float) else str(value) for value in values]
+    numeric = all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in values)
+    if numeric and len(values) > 3:
+        return f"{shown[0]}-{shown[-1]}"
+    return ", ".join(shown) or "?"
+
+
+def title_of(artifact: Artifact, runs: Sequence[PlannedRun]) -> str:
+    """The artifact's title with each ``{config.key}`` replaced by its values at this scale."""
+    return PLACEHOLDER.sub(lambda match: summary(config_values(runs, match.group(1))), artifact.title)
+
+
+def settings_line(artifact: Artifact, runs: Sequence[PlannedRun]) -> str:
+    """``report.settings`` (config keys) with their values at this scale: "num_blocks 2, embedding_dim 64, ..."."""
+    return ", ".join(f"{key.rsplit('.', 1)[-1]} {summary(config_values(runs, key))}"
+                     for key in artifact.report.get("settings", []))
+
+
+def figure_title(artifact: Artifact, runs: Sequence[PlannedRun], scale: str) -> str:
+    lines = [f"{title_of(artifact, runs)} [{scale} scale]", settings_line(artifact, runs)]
+    if scale == "smoke":
+        lines.append("smoke: tests code paths, not findings")
+    return "\n".join(line for line in lines if line)
+
+
+def cells_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
+    """The cell table with the paper's names; the paper column says when the paper prints no number."""
+    shown = pd.DataFrame({key: table[key] for key in artifact.report["cells"]})
+    if "model" in shown:
+        shown["model"] = shown["model"].map(model_name)
+    if "task" in shown:
+        shown["task"] = shown["task"].map(label)
+    shown["ours"] = [
+        "" if pd.isna(ours) else (f"{ours:.3f} ± {std:.3f}" if runs > 1 else f"{ours:.3f}")
+        for ours, std, runs in zip(table["ours"], table["std"], table["runs"])
+    ]
+    unprinted = artifact.paper.get("unprinted")
+    shown["paper"] = [UNPRINTED_MARK if unprinted else ("" if pd.isna(value) else f"{value:.3f}")
+                      for value in table["paper"]]
+    shown["runs"] = table["runs"]
+    shown["note"] = table["note"]
+    lines = [shown.to_markdown(index=False)]
+    if unprinted:
+        lines += ["", f"¹ {unprinted}"]
+    return "\n".join(lines)
+
+
+def finding_markdown(finding: Finding, table: pd.DataFrame, metric: str) -> str:
+    checked = check(finding, table)
+    where = ", ".join(f"{key} {label(str(value)) if key == 'task' else value}" for key, value in finding.where.items())
+    lines = [
+        f"> {finding.quote}", ">", f"> -- the paper, {finding.source}", "",
+        f"Solved means {metric} >= {finding.threshold:g}{f' on {where}' if where else ' on every cell'} "
+        "(our threshold; the paper states none).", "",
+        "| model | paper | ours | our values | agrees |", "| --- | --- | --- | --- | --- |",
+    ]
+    for row in checked.itertuples():
+        values = ", ".join(f"{value:.3f}" for value in row.values)
+        agrees = {True: "yes", False: "**no**", None: "-"}[row.agrees]
+        lines.append(f"| {model_name(row.model)} | {row.paper} | {row.ours} | {values} | {agrees} |")
+    run = checked[checked["agrees"].notna()]
+    if len(run):
+        differing = [model_name(model) for model in run.loc[~run["agrees"].astype(bool), "model"]]
+        lines += ["", f"Ours agrees for {len(run) - len(differing)} of the {len(run)} models with results at this scale"
+                  + (f"; it differs for {', '.join(differing)}." if differing else ".")]
+    return "\n".join(lines)
+
+
+def markdown(artifact: Artifact, runs: Sequence[PlannedRun], table: pd.DataFrame, scale: str,
+             figure_name: str | None, extra_overrides: Sequence[str], findings: Sequence[Finding]) -> str:
+    report, selection = artifact.report, artifact.selection
+    lines = [f"# {artifact.name} ({scale} scale)", "", title_of(artifact, runs), "", f"*{SCALE_NOTES[scale]}*", ""]
+    if report.get("settings"):
+        lines += [f"Settings at this scale: {settings_line(artifact, runs)}.", ""]
+    if extra_overrides:
+        lines += [f"Runs with the overrides `{' '.join(extra_overrides)}`.", ""]
+    lines += [
+        f"Selection: per cell, the {', '.join(selection.get('choose', [])) or 'run'} with the best "
+        f"{selection['metric']} ({selection['mode']}) averaged over {', '.join(selection.get('average', [])) or 'nothing'}; "
+        f"`ours` is the mean of {report['metric']} over the chosen runs (`runs` of them), ± their standard deviation.",
+        "",
+    ]
+    if figure_name:
+        lines += [f"![{artifact.name}]({figure_name})", ""]
+    for finding in findings:
+        lines += ["## The paper's finding and ours", "", finding_markdown(finding, table, report["metric"]), ""]
+    lines += ["## Cells", "", cells_markdown(artifact, table)]
+    return "\n".join(lines) + "\n"

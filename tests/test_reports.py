@@ -1,0 +1,198 @@
+"""Reports never destroy results, regenerate from committed per-run rows, and say what they show: the scale's
+settings, the metric's whole range, the paper's names, and the paper's finding beside ours."""
+
+import dataclasses
+import shutil
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+
+from experiments.artifacts import artifact_files, artifact_from_yaml, load_artifact
+from experiments.cli import main as cli_main
+from experiments.committed_runs import committed_path, with_committed
+from experiments.display import SCALE_NOTES
+from experiments.findings import check, findings_of
+from experiments.report import cell_table, heatmap, write_report
+from experiments.report_text import cells_markdown, figure_title, markdown, title_of
+from experiments.sweep import run_sweep
+from tests.sweep_fakes import RECORD_RUN, small_artifact
+
+FIXTURE = "sweep-fixture"
+NO_TORCH = ["trainer.num_threads=null"]
+
+
+def sweep(root, models=("xlstm_0_1", "xlstm_1_0", "xlstm_1_1"), tasks=("parity", "even_pairs")):
+    assert run_sweep(small_artifact(models, tasks), "smoke", jobs=1, overrides=NO_TORCH, root=root,
+                     run_function=RECORD_RUN) == 0
+
+
+def report(root, destination, force=False):
+    return write_report(FIXTURE, "smoke", root, destination, extra_overrides=NO_TORCH, force=force)
+
+
+def files(folder):
+    return {path.name: path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def test_an_artifact_without_finished_runs_writes_nothing(tmp_path):
+    outcome = report(tmp_path / "runs", tmp_path / "reports")
+    assert outcome.status == "empty"
+    assert "no finished runs of its 6 planned runs; nothing written" in outcome.message
+    assert not (tmp_path / "reports").exists()
+
+
+def test_report_all_skips_empty_artifacts_and_fails_only_when_it_wrote_nothing(tmp_path, capsys):
+    arguments = ["report", "all", "--scale", "smoke", "--root", str(tmp_path / "runs"),
+                 "--destination", str(tmp_path / "reports"), *NO_TORCH]
+    assert cli_main(arguments) == 1
+    skipped = [line for line in capsys.readouterr().out.splitlines() if line.startswith("skipped")]
+    assert len(skipped) >= 3 and all("nothing written" in line for line in skipped)
+    sweep(tmp_path / "runs")
+    assert cli_main(arguments) == 0
+    output = capsys.readouterr().out
+    assert "sweep-fixture (smoke): 6 of 6 cells finished" in output
+    assert "skipped formal-main (smoke): no finished runs" in output
+    assert {path.parent.name for path in (tmp_path / "reports").rglob("*.md")} == {"smoke"}
+
+
+def test_a_report_with_fewer_finished_cells_keeps_the_existing_one_unless_forced(tmp_path):
+    sweep(tmp_path / "runs")
+    written = report(tmp_path / "runs", tmp_path / "reports")
+    assert written.status == "written"
+    before = files(tmp_path / "reports")
+    stem = written.paths[0].with_suffix("")
+    committed_path(stem).unlink()  # without the committed rows, a smaller store gives fewer cells
+    sweep(tmp_path / "fewer", models=("xlstm_0_1",))
+    kept = report(tmp_path / "fewer", tmp_path / "reports")
+    assert kept.status == "kept"
+    assert "it has 6 finished cells, this report would have 2 of 6" in kept.message and "--force" in kept.message
+    assert {name: data for name, data in files(tmp_path / "reports").items() if not name.endswith(".runs.csv")} == \
+        {name: data for name, data in before.items() if not name.endswith(".runs.csv")}
+    forced = report(tmp_path / "fewer", tmp_path / "reports", force=True)
+    assert forced.status == "written"
+    assert pd.read_csv(stem.with_suffix(".csv"))["ours"].notna().sum() == 2
+
+
+def test_committed_per_run_rows_regenerate_the_report_without_the_store(tmp_path):
+    sweep(tmp_path / "runs")
+    first = report(tmp_path / "runs", tmp_path / "reports")
+    rows = pd.read_csv(committed_path(first.paths[0].with_suffix("")))
+    assert len(rows) == 6 and set(rows["status"]) == {"done"}
+    assert {"model", "task", "optim.lr", "seed", "run_id", "val/scaled_accuracy", "test/scaled_accuracy"} <= set(rows)
+    before = files(tmp_path / "reports")
+    shutil.rmtree(tmp_path / "runs")
+    again = report(tmp_path / "runs", tmp_path / "reports")
+    assert again.status == "written"
+    assert files(tmp_path / "reports") == before  # page, tables, per-run rows and figures, byte for byte
+
+
+def test_committed_rows_of_other_configs_stand_in_for_nothing(tmp_path):
+    sweep(tmp_path / "runs")
+    stem = report(tmp_path / "runs", tmp_path / "reports").paths[0].with_suffix("")
+    rows = pd.read_csv(committed_path(stem))
+    rows["run_id"] = "0123456789ab"  # runs of a changed config
+    rows.to_csv(committed_path(stem), index=False)
+    assert report(tmp_path / "empty", tmp_path / "reports").status == "empty"
+
+
+def frame(statuses, **metrics):
+    rows = pd.DataFrame({"model": ["a"] * len(statuses), "run_id": [f"id{index}" for index in range(len(statuses))],
+                         "status": statuses, "error": [None] * len(statuses)})
+    for name, values in metrics.items():
+        rows[name] = values
+    return rows
+
+
+def test_a_committed_result_fills_in_only_runs_the_store_has_not_finished():
+    store = frame(["done", "failed", "missing", "missing", "failed"], score=[1.0, None, None, None, None])
+    store.loc[[1, 4], "error"] = "RuntimeError: store"
+    committed = frame(["done", "done", "done", "failed", "failed"], score=[9.0, 2.0, 3.0, None, None])
+    committed.loc[3, "error"] = committed.loc[4, "error"] = "RuntimeError: committed"
+    merged = with_committed(store, committed, ["model"])
+    assert list(merged["status"]) == ["done", "done", "done", "failed", "failed"]
+    assert list(merged["score"][:3]) == [1.0, 2.0, 3.0]  # the store's own result wins
+    assert list(merged["source"]) == ["store", "committed", "committed", "committed", "store"]
+    assert merged.loc[4, "error"] == "RuntimeError: store"  # a committed failure never hides the store's
+
+
+def parity_table(values):
+    """A cell table of the parity column: model -> ours (None: no finished run)."""
+    return pd.DataFrame({"model": list(values), "task": "parity", "ours": [v for v in values.values()]})
+
+
+def test_a_finding_is_checked_model_by_model():
+    finding, = findings_of(load_artifact("formal-main").paper)
+    checked = check(finding, parity_table({"lstm": 1.0, "xlstm_0_1": 0.95, "xlstm_1_1": 0.2, "llama": 0.01,
+                                           "xlstm_1_0": 0.97, "lstm_block": None})).set_index("model")
+    assert checked.loc["lstm", "ours"] == "solved" and checked.loc["lstm", "agrees"]
+    assert checked.loc["xlstm_1_1", "ours"] == "unsolved" and checked.loc["xlstm_1_1", "agrees"] is False
+    assert checked.loc["llama", "ours"] == "unsolved" and checked.loc["llama", "agrees"]
+    assert checked.loc["xlstm_1_0", "ours"] == "solved" and not checked.loc["xlstm_1_0", "agrees"]
+    assert checked.loc["lstm_block", "ours"] == "no finished run" and checked.loc["lstm_block", "agrees"] is None
+    assert checked.loc["mamba", "ours"] == "not in this scale's grid"
+
+
+@pytest.fixture(scope="module")
+def formal_main_smoke():
+    artifact = load_artifact("formal-main")
+    return artifact, artifact.runs("smoke")
+
+
+def smoke_table(artifact, runs, values):
+    """The smoke cell table with the given (model, task) -> value, other cells missing."""
+    frame = pd.DataFrame([{**run.cell, "status": "done" if (run.cell["model"], run.cell["task"]) in values else "missing",
+                           "unavailable": None, "val/scaled_accuracy": 0.0,
+                           "test/scaled_accuracy": values.get((run.cell["model"], run.cell["task"]))} for run in runs])
+    return cell_table(artifact, frame)
+
+
+def test_titles_state_the_settings_of_the_scale(formal_main_smoke):
+    artifact, runs = formal_main_smoke
+    assert "lengths 40-64" in title_of(artifact, runs)  # smoke evaluates up to 64, the paper up to 256
+    assert "lengths 40-256" in title_of(artifact, load_artifact("formal-main").runs("mini"))
+    title = figure_title(artifact, runs, "smoke")
+    assert "embedding_dim 16" in title and "max_steps 10" in title and "tests code paths, not findings" in title
+    table = smoke_table(artifact, runs, {("llama", "parity"): 0.1})
+    page = markdown(artifact, runs, table, "smoke", "formal-main.png", [], findings_of(artifact.paper))
+    assert SCALE_NOTES["smoke"] in page and "Settings at this scale: num_blocks 2, embedding_dim 16" in page
+
+
+def test_the_page_uses_the_papers_names_and_says_the_paper_prints_no_number(formal_main_smoke):
+    artifact, runs = formal_main_smoke
+    table = smoke_table(artifact, runs, {("retnet", "parity"): 0.5})
+    cells = cells_markdown(artifact, table)
+    assert "Retention" in cells and "retnet" not in cells
+    assert "Even pairs" in cells and "even_pairs" not in cells
+    assert cells.count("no number¹") == len(table) and "¹ Figure 4 is an image" in cells
+    page = markdown(artifact, runs, table, "smoke", None, [], findings_of(artifact.paper))
+    assert "> Models such as Transformers or State Space Models without memory mixing" in page
+    assert "| Retention | unsolved | unsolved | 0.500 | yes |" in page
+
+
+def test_the_colour_scale_covers_scaled_accuracy_from_minus_one_to_one(formal_main_smoke):
+    artifact, runs = formal_main_smoke
+    table = smoke_table(artifact, runs, {("llama", "parity"): -1.0, ("llama", "even_pairs"): 0.0,
+                                         ("lstm", "parity"): 1.0})
+    figure = heatmap(artifact, table, "title")
+    mesh = figure.axes[0].collections[0]
+    assert mesh.get_clim() == (-1.0, 1.0)
+    assert mesh.get_cmap().name == "RdBu"  # diverging: -1 and 0 get different colours
+    low, middle = mesh.to_rgba([-1.0, 0.0])
+    assert tuple(low) != tuple(middle)
+    assert [label.get_text() for label in figure.axes[0].get_yticklabels()][:2] == ["Llama", "Mamba"]
+    plt.close(figure)
+
+
+def test_an_artifact_file_with_an_unknown_key_is_refused(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(artifact_files()[FIXTURE].read_text().replace("artifact: sweep-fixture", "artifact: broken\nreports: {}"))
+    with pytest.raises(ValueError, match=r"unknown keys \['reports'\]; valid keys: \['artifact', 'title'"):
+        artifact_from_yaml(broken)
+
+
+def test_the_fixture_report_keeps_the_paper_column_empty_without_a_note():
+    artifact = dataclasses.replace(load_artifact(FIXTURE), paper={})
+    table = pd.DataFrame({"model": ["xlstm_0_1"], "task": ["parity"], "ours": [0.5], "std": [0.0], "paper": [float("nan")],
+                          "runs": [1], "note": [""]})
+    assert "no number" not in cells_markdown(artifact, table)
