@@ -7,6 +7,7 @@ ARTIFACT ?= formal-main
 SCALE ?= smoke
 JOBS ?= 2
 LAUNCHER ?= local
+BENCH_FLAGS ?=   # e.g. --quick: short sequences, few repeats (a smoke run of the benchmarks)
 
 .PHONY: reproduce params test test-slow bench clean
 
@@ -32,7 +33,7 @@ test-slow: $(INSTALLED)
 	$(PYTHON) -m pytest -q -m slow
 
 bench: $(INSTALLED)
-	$(PYTHON) -m benchmarks.run
+	$(PYTHON) -m benchmarks.run $(BENCH_FLAGS)
 	$(PYTHON) -m benchmarks.throughput
 
 clean:

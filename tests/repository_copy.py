@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
+INSTALL_MARKER = ".installed"  # the Makefile's
 
 
 def copy_repository(destination: Path) -> Path:
@@ -26,10 +27,20 @@ def copy_repository(destination: Path) -> Path:
             target = destination / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
-    venv = Path(sys.prefix)
-    if venv != Path(sys.base_prefix):
-        (destination / ".venv").symlink_to(venv)
+    if Path(sys.prefix) != Path(sys.base_prefix):
+        link_environment(Path(sys.prefix), destination / ".venv")
     return destination
+
+
+def link_environment(venv: Path, link: Path) -> None:
+    """A .venv folder whose entries link to the installed environment's, with a fresh install marker of its own:
+    the Makefile's install step (which runs when pyproject.toml is newer than the marker) never reinstalls the
+    shared environment from the copy."""
+    link.mkdir()
+    for entry in venv.iterdir():
+        if entry.name != INSTALL_MARKER:
+            (link / entry.name).symlink_to(entry)
+    (link / INSTALL_MARKER).touch()
 
 
 def environment(copy: Path, **variables: str) -> dict[str, str]:
