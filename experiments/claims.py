@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 CLAIM_FILE = "claim.json"
 DEFAULT_STALE_AFTER_SECONDS = 300.0
@@ -58,18 +58,21 @@ class ClaimState:
         return f"{self.holder.get('hostname', '?')} pid {self.holder.get('pid', '?')}"
 
 
-def try_claim(run_dir: Path, finished: Path, stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS) -> Claim | None:
-    """Claim the run for this process; None when ``finished`` exists or another worker holds or takes the claim."""
+def try_claim(
+    run_dir: Path, is_finished: Callable[[], bool], stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS
+) -> Claim | None:
+    """Claim the run for this process; None when ``is_finished()`` says the run is done or another worker holds or
+    takes the claim. ``is_finished`` is asked before and after claiming (the previous holder may finish meanwhile)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / CLAIM_FILE
-    if finished.exists():
+    if is_finished():
         return None
     claim = create_claim(path)
     if claim is None:
         state = read_claim(path)
         if state is None or (state.is_stale(stale_after_seconds) and take_over(path, state, stale_after_seconds)):
             claim = create_claim(path)  # None if another worker was quicker
-    if claim is not None and finished.exists():  # the previous holder finished before we claimed
+    if claim is not None and is_finished():  # the previous holder finished before we claimed
         release(claim)
         return None
     return claim

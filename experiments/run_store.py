@@ -4,18 +4,26 @@ A run directory holds ``config.yaml`` (resolved config), ``cell.json`` (grid cel
 ``metrics.csv`` (written by the run function), ``output.log`` (the run's stdout and stderr),
 ``result.json`` only when the run finished (written atomically) or ``error.json`` when it failed,
 and ``claim.json`` while a worker trains it.
+
+A damaged file (result.json that does not parse or lacks its fields, result.json beside a missing config.yaml or
+cell.json, an unreadable cell.json or error.json) never stops a reader: it is renamed to
+``<name>.damaged-<time>-<tag>`` (never deleted), one warning line on stderr names it, and its run counts as not
+done, so the next sweep reruns it.
 """
 
 import json
+import os
 import socket
+import sys
 import traceback
+import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from experiments.artifacts import PlannedRun
 from experiments.atomic import write_text_atomic
-from experiments.claims import CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, Claim, read_claim, try_claim
+from experiments.claims import CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, Claim, put_back, read_claim, try_claim
 from experiments.configuration import config_yaml
 from experiments.paths import RESULTS
 
@@ -29,6 +37,9 @@ RESULT_FILE = "result.json"
 ERROR_FILE = "error.json"
 OUTPUT_FILE = "output.log"
 FIXED_COLUMNS = ["scale", "artifact", "run_id", "status", "reason", "error", "run_dir"]
+CELL_FIELDS = ("scale", "artifact", "run_id", "cell")
+FAILURE_FIELDS = ("exception_type", "message")
+DAMAGED_FILES_WARNED_OF: set[Path] = set()  # one warning per damaged file and process
 
 
 def run_directory(run: PlannedRun, root: Path = RUN_STORE) -> Path:
@@ -36,8 +47,8 @@ def run_directory(run: PlannedRun, root: Path = RUN_STORE) -> Path:
 
 
 def claim_run(run_dir: Path, stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS) -> Claim | None:
-    """Claim a run that has no result.json yet (see experiments.claims)."""
-    return try_claim(run_dir, run_dir / RESULT_FILE, stale_after_seconds)
+    """Claim a run that is not done yet, a damaged result.json counting as not done (see experiments.claims)."""
+    return try_claim(run_dir, lambda: finished_result(run_dir) is not None, stale_after_seconds)
 
 
 def write_run_inputs(run_dir: Path, run: PlannedRun) -> None:
@@ -83,21 +94,139 @@ def write_json(path: Path, content: dict) -> None:
     write_text_atomic(path, json.dumps(content, indent=2, default=str) + "\n")
 
 
-def read_json(path: Path) -> dict | None:
+# --- reading run files back; damaged ones are moved aside ------------------------------------------------------
+
+
+class DamagedFile(ValueError):
+    """A run store file that does not hold what it should; raised once the file is moved aside."""
+
+
+def finished_result(run_dir: Path) -> dict | None:
+    """The run's result.json if the run is done: a JSON object whose ``run_id`` is the directory's and whose
+    ``metrics`` map names to numbers, beside config.yaml and a sound cell.json. None while the run is not done; a
+    damaged result.json is moved aside with a warning (see the module docstring), so the next sweep reruns it."""
     try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
+        return read_checked_json(run_dir / RESULT_FILE, check_result)
+    except DamagedFile:
         return None
 
 
+def read_cell(run_dir: Path) -> dict | None:
+    """The run's cell.json (scale, artifact, run_id, cell); None if it is missing or damaged (then moved aside)."""
+    try:
+        return read_checked_json(run_dir / CELL_FILE, check_cell)
+    except DamagedFile:
+        return None
+
+
+def failure_message(run_dir: Path) -> str | None:
+    """``<exception type>: <message>`` of the run's error.json; None without one. A damaged error.json is moved
+    aside and its run still counts as failed here, with an "unreadable error.json" message."""
+    try:
+        failure = read_checked_json(run_dir / ERROR_FILE, check_failure)
+    except DamagedFile as damage:
+        return f"unreadable error.json ({damage})"
+    return f"{failure['exception_type']}: {failure['message']}" if failure is not None else None
+
+
+def read_checked_json(path: Path, check: Callable[[dict, Path], None]) -> dict | None:
+    """The JSON object in ``path`` if ``check(content, run_dir)`` accepts it; None if there is no such file.
+    Raises DamagedFile, with what is wrong, once a damaged file is moved aside."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        content = json_object(data)
+        check(content, path.parent)
+    except DamagedFile as damage:
+        move_aside(path, data, str(damage))
+        raise
+    return content
+
+
+def json_object(data: bytes) -> dict:
+    if not data.strip():
+        raise DamagedFile("empty file")
+    try:
+        content = json.loads(data)
+    except ValueError as error:  # invalid JSON or bytes that are no text (UnicodeDecodeError)
+        raise DamagedFile(str(error)) from error
+    if not isinstance(content, dict):
+        raise DamagedFile(f"a JSON {type(content).__name__}, not an object")
+    return content
+
+
+def check_result(result: dict, run_dir: Path) -> None:
+    check_run_id(result, run_dir)
+    metrics = result.get("metrics")
+    if not isinstance(metrics, dict):
+        raise DamagedFile(f"metrics is {metrics!r}, not a mapping of names to numbers")
+    for name, value in metrics.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise DamagedFile(f"metric {name!r} is {value!r}, not a number")
+    if not (run_dir / CONFIG_FILE).exists():
+        raise DamagedFile(f"{CONFIG_FILE} is missing")
+    if read_cell(run_dir) is None:
+        raise DamagedFile(f"{CELL_FILE} is missing or damaged")
+
+
+def check_cell(cell: dict, run_dir: Path) -> None:
+    check_fields(cell, CELL_FIELDS)
+    check_run_id(cell, run_dir)
+    if not isinstance(cell["cell"], dict):
+        raise DamagedFile(f"cell is {cell['cell']!r}, not a mapping")
+
+
+def check_failure(failure: dict, run_dir: Path) -> None:
+    check_fields(failure, FAILURE_FIELDS)
+
+
+def check_fields(content: dict, fields: Sequence[str]) -> None:
+    missing = [name for name in fields if name not in content]
+    if missing:
+        raise DamagedFile(f"no {', '.join(missing)} (expected the fields {', '.join(fields)})")
+
+
+def check_run_id(content: dict, run_dir: Path) -> None:
+    if content.get("run_id") != run_dir.name:
+        raise DamagedFile(f"run_id is {content.get('run_id')!r}, expected the directory's {run_dir.name!r}")
+
+
+def move_aside(path: Path, data: bytes, problem: str) -> None:
+    """Rename the damaged file (``data`` is what was read of it) to a unique ``<name>.damaged-<time>-<tag>`` and
+    warn. Of processes finding the same damaged file one renames it and warns; to the others it is gone."""
+    moved = path.with_name(f"{path.name}.damaged-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}")
+    try:
+        os.rename(path, moved)
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        warn_once(path, f"{path} is damaged ({problem}); could not move it aside ({error}); treated as not done")
+        return
+    if moved.read_bytes() != data:  # a sound file replaced the damaged one after it was read
+        put_back(moved, path)
+        return
+    warn_once(path, f"{path} is damaged ({problem}); moved to {moved.name} and treated as not done")
+
+
+def warn_once(path: Path, message: str) -> None:
+    if path not in DAMAGED_FILES_WARNED_OF:
+        DAMAGED_FILES_WARNED_OF.add(path)
+        print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
 def read_result(root: Path, scale: str, artifact: str, run_id: str) -> dict | None:
-    """The result.json of a run, or None while it is not done."""
-    return read_json(root / scale / artifact / run_id / RESULT_FILE)
+    """The result.json of a run, or None while it is not done (see finished_result)."""
+    return finished_result(root / scale / artifact / run_id)
+
+
+# --- the store as frames ------------------------------------------------------------------------------------------
 
 
 def run_status(run_dir: Path, stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS) -> str:
-    """done (result.json), running (a live claim), failed (error.json) or missing."""
-    if (run_dir / RESULT_FILE).exists():
+    """done (a sound result.json), running (a live claim), failed (error.json) or missing."""
+    if finished_result(run_dir) is not None:
         return "done"
     claim = read_claim(run_dir / CLAIM_FILE)
     if claim is not None and not claim.is_stale(stale_after_seconds):
@@ -130,10 +259,11 @@ def store_frame(
     """One row per run directory in the store (optionally of one scale and artifact)."""
     rows = []
     for cell_path in sorted(root.glob(f"{scale or '*'}/{artifact or '*'}/*/{CELL_FILE}")):
-        cell = read_json(cell_path)
         run_dir = cell_path.parent
-        status = run_status(run_dir, stale_after_seconds)
-        rows.append(run_row(cell["scale"], cell["artifact"], cell["run_id"], cell["cell"], status, run_dir))
+        cell = read_cell(run_dir)
+        if cell is not None:  # a damaged cell.json was moved aside: its run is rerun
+            status = run_status(run_dir, stale_after_seconds)
+            rows.append(run_row(cell["scale"], cell["artifact"], cell["run_id"], cell["cell"], status, run_dir))
     return frame(rows)
 
 
@@ -141,10 +271,10 @@ def run_row(scale: str, artifact: str, run_id: str | None, cell: dict, status: s
     row = {"scale": scale, "artifact": artifact, "run_id": run_id, "status": status, "reason": None, "error": None}
     row |= cell
     row["run_dir"] = str(run_dir) if run_dir is not None else None
-    if status == "done":
-        row |= read_json(run_dir / RESULT_FILE)["metrics"]
-    if status == "failed" and (failure := read_json(run_dir / ERROR_FILE)) is not None:
-        row["error"] = f"{failure['exception_type']}: {failure['message']}"
+    if status == "done" and (result := finished_result(run_dir)) is not None:
+        row |= result["metrics"]
+    if status == "failed":
+        row["error"] = failure_message(run_dir)
     return row
 
 

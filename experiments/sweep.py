@@ -31,10 +31,10 @@ from experiments.paths import REPOSITORY_ROOT
 from experiments.run_store import (
     ERROR_FILE,
     OUTPUT_FILE,
-    RESULT_FILE,
     RUN_STORE,
     claim_run,
-    read_json,
+    failure_message,
+    finished_result,
     run_directory,
     run_status,
     write_error,
@@ -77,7 +77,7 @@ def execute_run(
 
 
 def skipped_outcome(run_dir: Path) -> RunOutcome:
-    if (run_dir / RESULT_FILE).exists():
+    if finished_result(run_dir) is not None:
         return RunOutcome("already done", run_dir)
     holder = read_claim(run_dir / CLAIM_FILE)
     return RunOutcome("claimed", run_dir, f"claimed by {holder.describe()}" if holder else "claimed by another worker")
@@ -157,7 +157,7 @@ def run_sweep(
     if dry_run:
         print_plan(console, artifact, scale, runs, root, stale_after_seconds)
         return 0
-    pending = [run for run in runs if run.unavailable is None and not (run_directory(run, root) / RESULT_FILE).exists()]
+    pending = [run for run in runs if run.unavailable is None and finished_result(run_directory(run, root)) is None]
     console.print(f"[bold]{artifact.name}[/] ({scale}): {len(runs)} runs planned, {len(pending)} to run")
     try:
         if "hydra_launcher" in launcher_config:
@@ -250,7 +250,7 @@ def outcome_of(future: Future, run: PlannedRun, root: Path) -> RunOutcome:
     if error is None:
         return future.result()
     run_dir = run_directory(run, root)
-    if (run_dir / RESULT_FILE).exists():
+    if finished_result(run_dir) is not None:
         return RunOutcome("done", run_dir)
     if isinstance(error, BrokenProcessPool):
         error = RuntimeError(f"a worker process died while this run was in flight (killed, out of memory?): {error}")
@@ -317,9 +317,7 @@ def stored_outcome(run: PlannedRun, root: Path, launch_dir: Path, returncode: in
     if status == "running":
         return skipped_outcome(run_dir)
     if status == "failed":
-        failure = read_json(run_dir / ERROR_FILE) or {}
-        message = f"{failure.get('exception_type')}: {failure.get('message')}"
-        return RunOutcome("failed", run_dir, f"{message} ({run_dir / ERROR_FILE})")
+        return RunOutcome("failed", run_dir, f"{failure_message(run_dir)} ({run_dir / ERROR_FILE})")
     return RunOutcome(
         "failed", run_dir, f"its job ended without result.json or error.json (Hydra exit code {returncode}; logs in {launch_dir})"
     )

@@ -18,9 +18,9 @@ from rich.console import Console
 
 from experiments import artifacts, atomic
 from experiments.artifacts import MODEL_NOT_REGISTERED, known_artifacts, load_artifact, run_id_of
-from experiments.claims import CLAIM_FILE, holding, read_claim, release, try_claim
+from experiments.claims import CLAIM_FILE, holding, read_claim, release
 from experiments.configuration import ConfigError, config_yaml
-from experiments.run_store import run_directory, runs_frame, store_frame
+from experiments.run_store import claim_run, run_directory, runs_frame, store_frame
 from experiments.status import list_artifacts
 from experiments.sweep import Manifest, execute_run, hydra_command, load_launcher, read_manifest, write_manifest
 from tests.sweep_fakes import EXECUTIONS, RECORD_RUN, THREADS_RUN, UNBUILT_MODEL, count_lines, small_artifact
@@ -170,13 +170,13 @@ def test_done_run_is_neither_claimed_nor_run_again(tmp_path):
     assert execute_run(run, tmp_path, RECORD_RUN).status == "already done"
     run_dir = run_directory(run, tmp_path)
     assert count_lines(run_dir / EXECUTIONS) == 1
-    assert try_claim(run_dir, run_dir / "result.json") is None
+    assert claim_run(run_dir) is None
 
 
 def test_run_claimed_by_a_live_worker_is_skipped(tmp_path):
     run = SMOKE_RUNS[0]
     run_dir = run_directory(run, tmp_path)
-    claim = try_claim(run_dir, run_dir / "result.json")
+    claim = claim_run(run_dir)
     outcome = execute_run(run, tmp_path, RECORD_RUN)
     assert outcome.status == "claimed" and f"pid {os.getpid()}" in outcome.detail
     assert count_lines(run_dir / EXECUTIONS) == 0
@@ -223,7 +223,7 @@ def dead_pid() -> int:
 )
 def test_only_stale_claims_are_taken_over(tmp_path, hostname, pid, age_seconds, text, taken):
     write_claim(tmp_path, hostname, pid, age_seconds, text)
-    claim = try_claim(tmp_path, tmp_path / "result.json", stale_after_seconds=60)
+    claim = claim_run(tmp_path, stale_after_seconds=60)
     assert (claim is not None) == taken
     if taken:
         assert read_claim(tmp_path / CLAIM_FILE).token == claim.token
@@ -241,7 +241,7 @@ def test_of_concurrent_takers_of_a_stale_claim_exactly_one_wins(tmp_path):
 
         def take():
             start.wait()
-            claims.append(try_claim(run_dir, run_dir / "result.json", stale_after_seconds=60))
+            claims.append(claim_run(run_dir, stale_after_seconds=60))
 
         threads = [threading.Thread(target=take) for _ in range(takers)]
         for thread in threads:
@@ -256,7 +256,7 @@ def test_of_concurrent_takers_of_a_stale_claim_exactly_one_wins(tmp_path):
 
 
 def test_heartbeat_keeps_a_claim_live_beyond_the_timeout(tmp_path):
-    claim = try_claim(tmp_path, tmp_path / "result.json", stale_after_seconds=1.0)
+    claim = claim_run(tmp_path, stale_after_seconds=1.0)
     os.utime(claim.path, (time.time() - 10, time.time() - 10))  # as if it had not beaten for a while
     with holding(claim, heartbeat_seconds=0.05):
         deadline = time.time() + 30
@@ -267,9 +267,9 @@ def test_heartbeat_keeps_a_claim_live_beyond_the_timeout(tmp_path):
 
 
 def test_release_leaves_a_claim_that_was_taken_over(tmp_path):
-    first = try_claim(tmp_path, tmp_path / "result.json")
+    first = claim_run(tmp_path)
     os.utime(first.path, (time.time() - 120, time.time() - 120))
-    second = try_claim(tmp_path, tmp_path / "result.json", stale_after_seconds=60)
+    second = claim_run(tmp_path, stale_after_seconds=60)
     assert second is not None
     release(first)
     assert read_claim(second.path).token == second.token
@@ -300,7 +300,7 @@ def test_list_counts_runs_per_artifact_and_scale(tmp_path):
     failed_dir, running_dir = run_directory(SMOKE_RUNS[3], tmp_path), run_directory(SMOKE_RUNS[4], tmp_path)
     failed_dir.mkdir(parents=True)
     (failed_dir / "error.json").write_text(json.dumps({"exception_type": "RuntimeError", "message": "boom"}))
-    claim = try_claim(running_dir, running_dir / "result.json")
+    claim = claim_run(running_dir)
     console = Console(file=io.StringIO(), width=200)
     console.print(list_artifacts(tmp_path, ["sweep-fixture"], ["smoke"]))
     release(claim)
@@ -315,7 +315,7 @@ def test_missing_and_running_runs(tmp_path):
     run = SMOKE_RUNS[0]
     assert list(runs_frame([run], tmp_path)["status"]) == ["missing"]
     run_dir = run_directory(run, tmp_path)
-    claim = try_claim(run_dir, run_dir / "result.json")
+    claim = claim_run(run_dir)
     assert list(runs_frame([run], tmp_path)["status"]) == ["running"]
     release(claim)
 
