@@ -16,6 +16,7 @@ from rich.text import Text
 
 from experiments.artifacts import SCALES, Artifact, PlannedRun, check_scale, known_artifacts, load_artifact, override_value
 from experiments.claims import DEFAULT_STALE_AFTER_SECONDS
+from experiments.report_text import title_of
 from experiments.run_store import RUN_STORE, run_directory, run_status, runs_frame, store_frame
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
 COLUMNS = ["runs", "done", "failed", "running", "missing", "n/a", "other"]
 COLUMN_NOTES = (
-    "missing: planned runs without result.json (failed, running and n/a ones included); "
+    "missing: planned runs without a sound result.json (failed, running and n/a ones included); "
     "n/a: not available, the model is not in the registry yet; "
     "other: runs in the store with other configs (older configs, or sweeps with extra overrides)"
 )
@@ -41,9 +42,9 @@ def list_artifacts(
     """A table with one row per artifact and scale; missing counts every planned run without result.json."""
     for scale in scales:
         check_scale(scale)
-    table = Table(title=f"Run store {root}", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("artifact", no_wrap=True)
-    table.add_column("scale")
+    table = Table(title=f"Run store {root}", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
+    table.add_column("artifact", overflow="fold")  # a long name folds onto a second line; every number stays whole
+    table.add_column("scale", no_wrap=True)
     for column in COLUMNS:
         table.add_column(column, justify="right", no_wrap=True)
     for name in artifacts or known_artifacts():
@@ -72,25 +73,81 @@ def status_counts(artifact: Artifact, scale: str, root: Path, stale_after_second
 # --- a sweep: its plan (dry run), progress and summary ---------------------------------------------------------
 
 
-def print_plan(console: Console, artifact: Artifact, scale: str, runs: list[PlannedRun], root: Path, stale_after_seconds: float) -> None:
-    """The dry run: every run with its status, the counts, and an estimate of the compute still to spend."""
+def print_plan(
+    console: Console, artifact: Artifact, scale: str, runs: list[PlannedRun], root: Path, stale_after_seconds: float,
+    verbose: bool = False,
+) -> None:
+    """The dry run: one row per reported cell (e.g. model and task; the keys the selection chooses or averages over
+    are summed), the counts, and an estimate of the compute still to spend; ``verbose`` lists every run first."""
     statuses = [planned_status(run, root, stale_after_seconds) for run in runs]
-    table = Table(title=f"{artifact.name} ({scale}): {artifact.title}")
-    for key in runs[0].cell if runs else []:
-        table.add_column(key)
-    table.add_column("run_id")
-    table.add_column("status")
-    for run, status in zip(runs, statuses):
-        shown = status if run.unavailable is None else f"not available: {run.unavailable}"
-        table.add_row(*(override_value(value) for value in run.cell.values()), run.run_id or "-", shown)
-    console.print(table)
+    if verbose:
+        console.print(runs_table(artifact, scale, runs, statuses))
+    console.print(plan_summary_table(artifact, scale, runs, statuses))
     counts = Counter(statuses)
     console.print(
         f"{len(runs)} runs: done {counts['done']}, pending {counts['pending']}, failed {counts['failed']}, "
         f"running elsewhere {counts['running']}, not available {counts['not available']}"
     )
+    for model, reason in unavailable_models(runs).items():
+        console.print(f"  {model}: not available: {reason}", highlight=False, soft_wrap=True)
     to_run = [run for run, status in zip(runs, statuses) if status in ("pending", "failed")]
     console.print(compute_estimate(to_run))
+
+
+PLAN_COLUMNS = ["runs", "done", "pending", "failed", "running", "n/a"]
+SHOWN_IF_ANY = ("failed", "running", "n/a")  # a column of zeros is left out (the totals line below names every count)
+
+
+def plan_summary_table(artifact: Artifact, scale: str, runs: list[PlannedRun], statuses: list[str]) -> Table:
+    """Run counts and training tokens still to spend per group of runs that differ only in the selection's keys."""
+    summed = {*artifact.selection.get("choose", []), *artifact.selection.get("average", [])}
+    keys = [key for key in (runs[0].cell if runs else {}) if key not in summed]
+    groups: dict[tuple, list[tuple[PlannedRun, str]]] = {}
+    for run, status in zip(runs, statuses):
+        groups.setdefault(tuple(run.cell[key] for key in keys), []).append((run, status))
+    rows = [(values, plan_counts(members), pending_tokens(members)) for values, members in groups.items()]
+    columns = [column for column in PLAN_COLUMNS if column not in SHOWN_IF_ANY or any(counts[column] for _, counts, _ in rows)]
+    table = Table(title=f"{artifact.name} ({scale}): {title_of(artifact, runs)}", caption=plan_caption(summed),
+                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
+    for key in keys:
+        table.add_column(key, no_wrap=True)
+    for column in [*columns, "tokens"]:
+        table.add_column(column, justify="right", no_wrap=True)
+    for values, counts, tokens in rows:
+        table.add_row(*(override_value(value) for value in values), *(str(counts[column]) for column in columns), f"{tokens:.2g}")
+    return table
+
+
+def plan_counts(members: list[tuple[PlannedRun, str]]) -> Counter:
+    counts = Counter("n/a" if status == "not available" else status for _, status in members)
+    counts["runs"] = len(members)
+    return counts
+
+
+def pending_tokens(members: list[tuple[PlannedRun, str]]) -> int:
+    tokens = [training_tokens(run.config) for run, status in members if status in ("pending", "failed")]
+    return sum(count for count in tokens if count is not None)
+
+
+def plan_caption(summed: set[str]) -> str:
+    rows = f"each row sums the runs over {', '.join(sorted(summed))}; " if summed else ""
+    return f"{rows}tokens: training tokens of the pending and failed runs; --verbose lists every run"
+
+
+def runs_table(artifact: Artifact, scale: str, runs: list[PlannedRun], statuses: list[str]) -> Table:
+    table = Table(title=f"{artifact.name} ({scale}): every run", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
+    for key in runs[0].cell if runs else []:
+        table.add_column(key)
+    table.add_column("run_id")
+    table.add_column("status")
+    for run, status in zip(runs, statuses):
+        table.add_row(*(override_value(value) for value in run.cell.values()), run.run_id or "-", status)
+    return table
+
+
+def unavailable_models(runs: list[PlannedRun]) -> dict[str, str]:
+    """Model name -> why it cannot run, for the planned runs that are not available."""
+    return {str(run.cell.get("model")): run.unavailable for run in runs if run.unavailable is not None}
 
 
 def planned_status(run: PlannedRun, root: Path, stale_after_seconds: float) -> str:

@@ -139,6 +139,7 @@ def run_sweep(
     launcher: str = "local",
     jobs: int | None = None,
     dry_run: bool = False,
+    verbose: bool = False,
     overrides: Sequence[str] = (),
     run_function: str = DEFAULT_RUN_FUNCTION,
     root: Path = RUN_STORE,
@@ -155,7 +156,7 @@ def run_sweep(
     runs = artifact.runs(scale, overrides)
     console = console or Console()
     if dry_run:
-        print_plan(console, artifact, scale, runs, root, stale_after_seconds)
+        print_plan(console, artifact, scale, runs, root, stale_after_seconds, verbose)
         return 0
     pending = [run for run in runs if run.unavailable is None and finished_result(run_directory(run, root)) is None]
     console.print(f"[bold]{artifact.name}[/] ({scale}): {len(runs)} runs planned, {len(pending)} to run")
@@ -370,6 +371,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--launcher", default="local", help=f"one of {group_choices('launcher')} (configs/launcher/)")
     parser.add_argument("--jobs", type=int, default=None, help="worker processes of the local launcher (default: its config)")
     parser.add_argument("--dry-run", action="store_true", help="a summary per model and task of the runs, what is done and a compute estimate; run nothing")
+    parser.add_argument("--verbose", action="store_true", help="with --dry-run: also list every run with its run id and status")
     parser.add_argument("--run-function", default=DEFAULT_RUN_FUNCTION, help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, default=RUN_STORE, help=argparse.SUPPRESS)
     parser.add_argument("--claim-timeout", type=float, default=DEFAULT_STALE_AFTER_SECONDS, help=argparse.SUPPRESS)
@@ -384,6 +386,7 @@ def sweep_command(arguments: argparse.Namespace) -> int:
             launcher=arguments.launcher,
             jobs=arguments.jobs,
             dry_run=arguments.dry_run,
+            verbose=arguments.verbose,
             overrides=arguments.overrides,
             run_function=arguments.run_function,
             root=arguments.root,

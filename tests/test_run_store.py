@@ -311,6 +311,25 @@ def test_list_counts_runs_per_artifact_and_scale(tmp_path):
     }  # fmt: skip
 
 
+def test_list_fits_an_80_column_terminal_and_folds_a_long_artifact_name(tmp_path, monkeypatch):
+    long_name = "sweep-fixture-with-a-35-char-name-x"
+    assert len(long_name) == 35
+    fixture = artifacts.artifact_files()["sweep-fixture"]
+    (tmp_path / f"{long_name}.yaml").write_text(fixture.read_text().replace("artifact: sweep-fixture", f"artifact: {long_name}"))
+    monkeypatch.setenv(artifacts.EXTRA_ARTIFACTS_VARIABLE, os.pathsep.join([os.environ[artifacts.EXTRA_ARTIFACTS_VARIABLE], str(tmp_path)]))
+    console = Console(file=io.StringIO(), width=80)
+    console.print(list_artifacts(tmp_path / "runs", ["sweep-fixture", long_name], ["smoke", "mini"]))
+    lines = console.file.getvalue().splitlines()
+    assert max(map(len, lines)) <= 80
+    counts = {"runs": "6", "done": "0", "failed": "0", "running": "0", "missing": "6", "n/a": "0", "other": "0"}
+    header_at = next(index for index, line in enumerate(lines) if line.split()[:2] == ["artifact", "scale"])
+    header = lines[header_at].split()
+    rows = [line.split() for line in lines if "smoke" in line.split() or "mini" in line.split()]
+    assert [dict(zip(header[-7:], row[-7:])) for row in rows] == [counts] * 4
+    names = [line.split()[0] for line in lines[header_at + 1:] if line.strip() and not line.startswith("─")]
+    assert "".join(name for name in names if name != "sweep-fixture") == long_name * 2  # folded, nothing cut off
+
+
 def test_missing_and_running_runs(tmp_path):
     run = SMOKE_RUNS[0]
     assert list(runs_frame([run], tmp_path)["status"]) == ["missing"]

@@ -62,6 +62,26 @@ def test_dry_run_lists_runs_and_estimate_and_writes_nothing(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
+def test_dry_run_sums_the_selection_keys_per_cell_and_lists_every_run_only_when_verbose(tmp_path):
+    done_before = small_artifact(["xlstm_1_0"], tasks=["parity"], seeds=[0])
+    assert run_sweep(done_before, "smoke", jobs=1, overrides=[NO_TORCH], run_function=RECORD_RUN, root=tmp_path, console=captured_console()) == 0
+    artifact = small_artifact(["xlstm_1_0", "xlstm_0_1"], tasks=["parity", "even_pairs"], seeds=[0, 1])
+    [summary, verbose] = [captured_console(), captured_console()]
+    run_sweep(artifact, "smoke", dry_run=True, overrides=[NO_TORCH], root=tmp_path, console=summary)
+    run_sweep(artifact, "smoke", dry_run=True, verbose=True, overrides=[NO_TORCH], root=tmp_path, console=verbose)
+    rows = [line.split() for line in text_of(summary).splitlines() if line.split()[:1] in (["xlstm_1_0"], ["xlstm_0_1"])]
+    # model, task, runs, done, pending, tokens (2 seeds x 10 steps x batch 8 x length 40 per pending run)
+    assert rows == [
+        ["xlstm_1_0", "parity", "2", "1", "1", "3.2e+03"], ["xlstm_1_0", "even_pairs", "2", "0", "2", "6.4e+03"],
+        ["xlstm_0_1", "parity", "2", "0", "2", "6.4e+03"], ["xlstm_0_1", "even_pairs", "2", "0", "2", "6.4e+03"],
+    ]
+    assert "each row sums the runs over optim.lr, seed" in text_of(summary)
+    runs = artifact.runs("smoke", [NO_TORCH])
+    assert not any(run.run_id in text_of(summary) for run in runs)
+    assert all(run.run_id in text_of(verbose) for run in runs)
+    assert text_of(verbose).endswith(text_of(summary))
+
+
 @pytest.mark.parametrize(
     "arguments, message",
     [
