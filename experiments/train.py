@@ -1,7 +1,6 @@
 """One training run: build task data and model from a resolved config, fit with Lightning, evaluate."""
 
 import logging
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -13,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from experiments.data import build_datamodule
 from experiments.module import SequenceTaskModule
+from experiments.progress import StepProgressBar
 from experiments.validation import backbone_options, validate_run_config
 from models.registry import build_backbone
 
@@ -63,7 +63,7 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
         optim=OmegaConf.to_container(config.optim, resolve=True),
         max_steps=config.trainer.max_steps,
     )
-    callbacks = []
+    callbacks = [StepProgressBar()]  # a bar at a terminal, a line every 30 s in a sweep worker's log
     if config.trainer.checkpoint:
         callbacks.append(ModelCheckpoint(
             dirpath=run_dir / "checkpoints", monitor="val/scaled_accuracy", mode="max", save_last=True, save_top_k=1,
@@ -84,7 +84,6 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
         default_root_dir=run_dir,
         enable_checkpointing=bool(config.trainer.checkpoint),
         enable_model_summary=False,
-        enable_progress_bar=sys.stdout.isatty(),  # interactive `xlstm-suite train`; sweep workers log to a file
         num_sanity_val_steps=0,
     )
     started = time.perf_counter()
