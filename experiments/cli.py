@@ -2,6 +2,7 @@
 
 import argparse
 import sys
+from pathlib import Path
 
 from experiments.arguments import add_overrides_argument, add_scale_argument
 from experiments.configuration import ConfigError
@@ -27,6 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("params", help="our parameter count of every model and size beside the paper's")
     train = commands.add_parser("train", help="one training run from Hydra overrides, e.g. model=xlstm_0_1 task=parity")
     train.add_argument("overrides", nargs="*", help="Hydra overrides (key=value)")
+    train.add_argument("--root", type=Path, default=None, help=argparse.SUPPRESS)  # run store (tests)
     add_sweep_arguments(commands.add_parser("sweep", help="run the sweep behind a paper artifact"))
     add_list_arguments(commands.add_parser("list", help="every artifact and, per scale, runs done / failed / missing"))
     _add_report_arguments(commands.add_parser("report", help="tables and figures of an artifact from finished runs"))
@@ -43,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         if arguments.command == "train":
             from experiments.train_command import train_command
 
-            return train_command(arguments.overrides)
+            return train_command(arguments.overrides, *([arguments.root] if arguments.root else []))
         if arguments.command == "sweep":
             from experiments.sweep import sweep_command
 

@@ -1,20 +1,21 @@
 """`xlstm-suite train <overrides>`: one run, recorded in the run store like a sweep's run."""
 
 from datetime import datetime, timezone
+from pathlib import Path
 
 from rich.console import Console
 
 from experiments.artifacts import PlannedRun, run_id_of
 from experiments.claims import heartbeat_seconds_for, holding
 from experiments.configuration import compose_run_config
-from experiments.run_store import DEFAULT_STALE_AFTER_SECONDS, RESULT_FILE, RUN_STORE, claim_run, run_directory, \
-    write_error, write_result, write_run_inputs
+from experiments.run_store import DEFAULT_STALE_AFTER_SECONDS, RESULT_FILE, RUN_STORE, claim_run, finished_result, \
+    run_directory, write_error, write_result, write_run_inputs
 from experiments.validation import validate_run_config
 
 AD_HOC = "adhoc"  # scale and artifact of runs started outside a sweep
 
 
-def train_command(overrides: list[str]) -> int:
+def train_command(overrides: list[str], root: Path = RUN_STORE) -> int:
     console = Console()
     config = compose_run_config(overrides)
     validate_run_config(config)
@@ -22,13 +23,16 @@ def train_command(overrides: list[str]) -> int:
         artifact=config.artifact or AD_HOC, scale=config.scale or AD_HOC, cell={}, overrides=list(overrides),
         config=config, run_id=run_id_of(config),
     )
-    run_dir = run_directory(run, RUN_STORE)
-    if (run_dir / RESULT_FILE).exists():
-        console.print(f"already done: {run_dir / RESULT_FILE}")
+    run_dir = run_directory(run, root)
+    finished = finished_result(run_dir)
+    if finished is not None:
+        console.print(f"already done (the same config was trained before; its stored metrics): {run_dir / RESULT_FILE}",
+                      soft_wrap=True)  # a path stays whole, to be copied
+        print_metrics(console, finished["metrics"])
         return 0
     claim = claim_run(run_dir, DEFAULT_STALE_AFTER_SECONDS)
     if claim is None:
-        console.print(f"another worker is training this run: {run_dir}")
+        console.print(f"another worker is training this run: {run_dir}", soft_wrap=True)
         return 1
     from experiments.train import run_training  # imports Lightning: only once the config is known to be good
 
@@ -38,9 +42,14 @@ def train_command(overrides: list[str]) -> int:
             write_run_inputs(run_dir, run)
             metrics = run_training(config, run_dir)
         except Exception as error:
-            console.print(f"[red]failed[/red]: {type(error).__name__}: {error}; see {write_error(run_dir, run, error, started)}")
+            console.print(f"[red]failed[/red]: {type(error).__name__}: {error}; see {write_error(run_dir, run, error, started)}",
+                          soft_wrap=True)
             return 1
         write_result(run_dir, run, metrics, started)
-    console.print({name: round(value, 4) for name, value in metrics.items()})
-    console.print(f"wrote {run_dir / RESULT_FILE}")
+    print_metrics(console, metrics)
+    console.print(f"wrote {run_dir / RESULT_FILE}", soft_wrap=True)
     return 0
+
+
+def print_metrics(console: Console, metrics: dict[str, float]) -> None:
+    console.print({name: round(value, 4) for name, value in metrics.items()})

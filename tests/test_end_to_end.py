@@ -1,11 +1,13 @@
 """A real (tiny) sweep through training and the report, and config errors caught before anything is written."""
 
+import json
 import time
 
 import pandas as pd
 import pytest
 
 from experiments.artifacts import load_artifact
+from experiments.cli import main as cli_main
 from experiments.configuration import ConfigError, compose_run_config
 from experiments.report import write_report
 from experiments.sweep import run_sweep
@@ -66,3 +68,17 @@ def test_tensorboard_logger_is_selectable(tmp_path):
     metrics = run_training(config, tmp_path)
     assert 0 <= metrics["test/accuracy"] <= 1
     assert list(tmp_path.rglob("events.out.tfevents.*"))
+
+
+def test_train_records_a_run_and_a_rerun_prints_its_stored_metrics_without_training(tmp_path, capsys):
+    command = ["train", "model=xlstm_1_0", "task=parity", *TINY, "--root", str(tmp_path)]
+    assert cli_main(command) == 0
+    first = capsys.readouterr().out
+    [result] = tmp_path.glob("adhoc/adhoc/*/result.json")
+    assert f"wrote {result}" in first and "step 4/4 (100%)" in first
+    stored = json.loads(result.read_text())["metrics"]
+    assert cli_main(command) == 0
+    rerun = capsys.readouterr().out
+    assert "already done" in rerun and "step " not in rerun  # nothing trained
+    assert f"'test/scaled_accuracy': {round(stored['test/scaled_accuracy'], 4)}" in rerun
+    assert json.loads(result.read_text())["metrics"] == stored
