@@ -94,7 +94,7 @@ def print_plan(
     console.print(compute_estimate(to_run))
 
 
-PLAN_COLUMNS = ["runs", "done", "pending", "failed", "running", "n/a"]
+PLAN_COLUMNS = ["runs", "done", "missing", "failed", "running", "n/a"]  # missing as in `list`: every run not done
 SHOWN_IF_ANY = ("failed", "running", "n/a")  # a column of zeros is left out (the totals line below names every count)
 
 
@@ -120,7 +120,7 @@ def plan_summary_table(artifact: Artifact, scale: str, runs: list[PlannedRun], s
 
 def plan_counts(members: list[tuple[PlannedRun, str]]) -> Counter:
     counts = Counter("n/a" if status == "not available" else status for _, status in members)
-    counts["runs"] = len(members)
+    counts["runs"], counts["missing"] = len(members), len(members) - counts["done"]
     return counts
 
 
@@ -131,7 +131,7 @@ def pending_tokens(members: list[tuple[PlannedRun, str]]) -> int:
 
 def plan_caption(summed: set[str]) -> str:
     rows = f"each row sums the runs over {', '.join(sorted(summed))}; " if summed else ""
-    return f"{rows}tokens: training tokens of the pending and failed runs; --verbose lists every run"
+    return f"{rows}missing: not done; tokens: training tokens of the pending and failed runs; --verbose lists every run"
 
 
 def runs_table(artifact: Artifact, scale: str, runs: list[PlannedRun], statuses: list[str]) -> Table:

@@ -70,7 +70,7 @@ def test_dry_run_sums_the_selection_keys_per_cell_and_lists_every_run_only_when_
     run_sweep(artifact, "smoke", dry_run=True, overrides=[NO_TORCH], root=tmp_path, console=summary)
     run_sweep(artifact, "smoke", dry_run=True, verbose=True, overrides=[NO_TORCH], root=tmp_path, console=verbose)
     rows = [line.split() for line in text_of(summary).splitlines() if line.split()[:1] in (["xlstm_1_0"], ["xlstm_0_1"])]
-    # model, task, runs, done, pending, tokens (2 seeds x 10 steps x batch 8 x length 40 per pending run)
+    # model, task, runs, done, missing, tokens (10 steps x batch 8 x length 40 per pending run)
     assert rows == [
         ["xlstm_1_0", "parity", "2", "1", "1", "3.2e+03"], ["xlstm_1_0", "even_pairs", "2", "0", "2", "6.4e+03"],
         ["xlstm_0_1", "parity", "2", "0", "2", "6.4e+03"], ["xlstm_0_1", "even_pairs", "2", "0", "2", "6.4e+03"],
