@@ -11,6 +11,7 @@ import functools
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
 
 import hydra
@@ -49,17 +50,37 @@ def _entry(overrides: list[str]) -> Path | None:
 
 
 def load(overrides: list[str]) -> tuple[DictConfig, bool] | None:
-    """(the resolved config, whether it had interpolations) if composed before, else None."""
+    """(the resolved config, whether it had interpolations) if composed before, else None. An entry that does not
+    read back as one (damaged, or written by other code) is ignored with a warning, and the next store replaces it."""
     entry = _entry(overrides)
     if entry is None or not entry.exists():
         return None
     try:
         content = json.loads(entry.read_text())
-    except (OSError, ValueError):
-        return None  # unreadable entry: compose again (and overwrite it)
+        problem = entry_problem(content, overrides)
+    except (OSError, ValueError) as error:
+        problem = f"unreadable ({error})"
+    if problem is not None:
+        print(f"warning: compose cache entry {entry} is {problem}; ignored, composing again", file=sys.stderr)
+        return None
     config = OmegaConf.create(content["config"])
     OmegaConf.set_struct(config, content["struct"])
     return config, content["interpolated"]
+
+
+def entry_problem(content, overrides: list[str]) -> str | None:
+    """What makes ``content`` no entry of ``overrides`` (None if it is one)."""
+    if not isinstance(content, dict):
+        return f"a JSON {type(content).__name__}, not an object"
+    expected = {"config": dict, "struct": bool, "interpolated": bool, "overrides": list}
+    wrong = [key for key, kind in expected.items() if not isinstance(content.get(key), kind)]
+    if wrong:
+        return f"missing or mistyped {', '.join(wrong)}"
+    if content["overrides"] != list(overrides):
+        return "an entry of other overrides"
+    if not content["config"]:
+        return "an empty config"
+    return None
 
 
 def store(overrides: list[str], config: DictConfig, interpolated: bool) -> None:

@@ -1,6 +1,7 @@
 """Planning a grid composes once per cell structure (and once ever, with the disk cache), and every cell's config is
 the one a full compose gives."""
 
+import json
 import shutil
 
 import pytest
@@ -79,3 +80,21 @@ def test_the_cache_can_be_switched_off(compose_count, monkeypatch):
     runs = load_artifact("sweep-fixture").runs("smoke")
     load_artifact("sweep-fixture").runs("smoke")
     assert len(compose_count) == 2 * len(runs) == 12
+
+
+@pytest.mark.parametrize("entry", ["{}", "[]", "null", "{\"config\": {}, \"struct\": true, \"interpolated\": false, \"overrides\": []}",
+                                   "{\"config\": 1, \"struct\": true}", "{not json", ""],
+                         ids=["empty-object", "list", "null", "empty-config", "mistyped", "garbage", "empty-file"])
+def test_a_cache_entry_that_does_not_validate_is_ignored_with_one_warning_and_replaced(entry, compose_count, tmp_path,
+                                                                                       monkeypatch, capsys):
+    monkeypatch.setenv(compose_cache.CACHE_VARIABLE, str(tmp_path / "cache"))
+    expected = [run.run_id for run in load_artifact("sweep-fixture").runs("smoke")]
+    entries = sorted((tmp_path / "cache").rglob("*.json"))
+    entries[0].write_text(entry)
+    capsys.readouterr()
+    assert [run.run_id for run in load_artifact("sweep-fixture").runs("smoke")] == expected
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "compose cache entry" in line]
+    assert len(warnings) == 1 and str(entries[0]) in warnings[0] and "composing again" in warnings[0]
+    assert compose_cache.entry_problem(json.loads(entries[0].read_text()), ["x"]) == "an entry of other overrides"  # replaced
+    load_artifact("sweep-fixture").runs("smoke")
+    assert "compose cache entry" not in capsys.readouterr().err  # the replaced entry reads back
