@@ -12,14 +12,24 @@ def _readable_mode() -> int:
     return 0o666 & ~umask
 
 
+def temporary_prefix(path: Path) -> str:
+    """The name prefix of ``path``'s temporary files: ``.<name>.``."""
+    return f".{path.name}."
+
+
 def write_text_atomic(path: Path, text: str) -> None:
+    """Write to a temporary file beside ``path``, then rename it into place; the temporary file is removed on every
+    failure (a full disk may fail the write or only the flush at close)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as handle:
-        temporary = Path(handle.name)
-        try:
+    handle = tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=temporary_prefix(path), delete=False)
+    temporary = Path(handle.name)
+    try:
+        with handle:
             handle.write(text)
-        except BaseException:
-            temporary.unlink(missing_ok=True)
-            raise
-    os.chmod(temporary, _readable_mode())
-    os.replace(temporary, path)
+        os.chmod(temporary, _readable_mode())
+        os.replace(temporary, path)
+    except BaseException as error:
+        temporary.unlink(missing_ok=True)
+        if isinstance(error, OSError) and error.errno is not None and error.filename is None:  # a write or flush names no file
+            raise OSError(error.errno, error.strerror, str(path)) from error
+        raise

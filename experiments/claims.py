@@ -5,7 +5,8 @@
   O_CREAT | O_EXCL, and a reader never sees a half-written claim).
 - Holding: a heartbeat thread keeps the claim's mtime fresh; the claim is deleted once the result or
   error is written.
-- Stale: the holder's process is dead on this host, or its heartbeat is older than ``stale_after_seconds``.
+- Stale: its heartbeat is older than ``stale_after_seconds``, or, on this host, its pid is dead or names another
+  process than the claim's (its start time differs: the pid was reused, or the claim was copied).
 - Taking over: of all workers that find the same stale claim, only the one that creates its takeover
   marker (``.claim.json.taken-<token>``, exclusively) goes on: it renames the stale claim to a unique
   name, checks the token of what it moved, deletes it and creates its own claim. The others give up,
@@ -49,10 +50,18 @@ class ClaimState:
         return self.holder.get("token")
 
     def is_stale(self, stale_after_seconds: float) -> bool:
+        """A claim lives while its heartbeat does; on this host, also only while its process does: a dead pid, or a
+        live pid whose start time is not the claim's (the pid was reused, or the claim was copied), ends it at once.
+        A claim without a start time (not written by this suite) lives by its heartbeat alone."""
         if self.age_seconds > stale_after_seconds:
             return True
-        on_this_host = self.holder.get("hostname") == socket.gethostname()
-        return on_this_host and "pid" in self.holder and not process_is_running(self.holder["pid"])
+        if self.holder.get("hostname") != socket.gethostname() or "pid" not in self.holder:
+            return False
+        pid = self.holder["pid"]
+        if not process_is_running(pid):
+            return True
+        recorded, started = self.holder.get("process_start_ticks"), process_start_ticks(pid)
+        return recorded is not None and started is not None and recorded != started
 
     def describe(self) -> str:
         return f"{self.holder.get('hostname', '?')} pid {self.holder.get('pid', '?')}"
@@ -87,13 +96,13 @@ def create_claim(path: Path) -> Claim | None:
 def create_exclusively(path: Path, content: dict) -> bool:
     """Write ``content`` to ``path`` unless it exists: a private draft, hard-linked into place."""
     draft = path.with_name(f".{path.name}.draft-{uuid.uuid4().hex}")
-    draft.write_text(json.dumps(content))
     try:
+        draft.write_text(json.dumps(content))
         os.link(draft, path)
     except FileExistsError:
         return False
     finally:
-        draft.unlink()
+        draft.unlink(missing_ok=True)  # also after a failed write (a full disk)
     return True
 
 
@@ -101,6 +110,7 @@ def claim_holder(token: str) -> dict:
     return {
         "hostname": socket.gethostname(),
         "pid": os.getpid(),
+        "process_start_ticks": process_start_ticks(os.getpid()),
         "token": token,
         "started": datetime.now(timezone.utc).isoformat(),
     }
@@ -112,7 +122,7 @@ def read_claim(path: Path) -> ClaimState | None:
         with open(path) as handle:
             modified = os.fstat(handle.fileno()).st_mtime
             text = handle.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     try:
         holder = json.loads(text)
@@ -218,8 +228,20 @@ def process_is_running(pid: int) -> bool:
 
 
 def is_zombie(pid: int) -> bool:
+    fields = process_stat_fields(pid)
+    return fields is not None and fields[0] == "Z"
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """When the process started, in clock ticks after boot (with the pid, it names one process); None without /proc."""
+    fields = process_stat_fields(pid)
+    return int(fields[19]) if fields is not None else None
+
+
+def process_stat_fields(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat from its third field (state) on: field n of proc(5) is at index n - 3."""
     try:
         status = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return False
-    return status.rsplit(")", 1)[1].split()[0] == "Z"
+        return None
+    return status.rsplit(")", 1)[1].split()

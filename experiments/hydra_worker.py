@@ -11,7 +11,8 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from experiments.sweep import execute_run, read_manifest
+from experiments.run_execution import execute_run
+from experiments.sweep import read_manifest
 
 
 @hydra.main(version_base="1.3", config_path=None, config_name=None)

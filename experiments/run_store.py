@@ -6,11 +6,13 @@ A run directory holds ``config.yaml`` (resolved config), ``cell.json`` (grid cel
 and ``claim.json`` while a worker trains it.
 
 A damaged file (result.json that does not parse or lacks its fields, result.json beside a missing config.yaml or
-cell.json, an unreadable cell.json or error.json) never stops a reader: it is renamed to
-``<name>.damaged-<time>-<tag>`` (never deleted), one warning line on stderr names it, and its run counts as not
-done, so the next sweep reruns it.
+cell.json or a metrics.csv that does not parse, an unreadable cell.json or error.json) never stops a reader: it is
+renamed to ``<name>.damaged-<time>-<tag>`` (never deleted), one warning line on stderr names it, and its run counts
+as damaged (not done) until the next sweep reruns it. A file where a run directory should be is named the same way
+and its run counted as damaged; the sweep reports that run as failed and goes on.
 """
 
+import csv
 import json
 import os
 import socket
@@ -36,9 +38,11 @@ CELL_FILE = "cell.json"
 RESULT_FILE = "result.json"
 ERROR_FILE = "error.json"
 OUTPUT_FILE = "output.log"
+METRICS_FILE = "metrics.csv"  # written by the run function's CSV logger
 FIXED_COLUMNS = ["scale", "artifact", "run_id", "status", "reason", "error", "run_dir"]
 CELL_FIELDS = ("scale", "artifact", "run_id", "cell")
 FAILURE_FIELDS = ("exception_type", "message")
+DAMAGED_SUFFIX = ".damaged-"  # <name>.damaged-<time>-<tag>: a damaged file, moved aside
 DAMAGED_FILES_WARNED_OF: set[Path] = set()  # one warning per damaged file and process
 
 
@@ -134,7 +138,7 @@ def read_checked_json(path: Path, check: Callable[[dict, Path], None]) -> dict |
     Raises DamagedFile, with what is wrong, once a damaged file is moved aside."""
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no such file, or its run "directory" is a file
         return None
     try:
         content = json_object(data)
@@ -169,6 +173,31 @@ def check_result(result: dict, run_dir: Path) -> None:
         raise DamagedFile(f"{CONFIG_FILE} is missing")
     if read_cell(run_dir) is None:
         raise DamagedFile(f"{CELL_FILE} is missing or damaged")
+    if (problem := metrics_log_problem(run_dir / METRICS_FILE)) is not None:
+        raise DamagedFile(f"its {METRICS_FILE} {problem}")
+
+
+def metrics_log_problem(path: Path) -> str | None:
+    """What is wrong with a run's metrics.csv (a header, then rows of numbers or blanks); None if it is sound or
+    absent (a run logging elsewhere has none)."""
+    try:
+        text = path.read_bytes().decode()
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        return "is not text"
+    rows = list(csv.reader(text.splitlines()))
+    if not rows or not all(rows[0]) or len(set(rows[0])) < len(rows[0]):
+        return "has no header of distinct column names"
+    for line, row in enumerate(rows[1:], start=2):
+        if len(row) != len(rows[0]):
+            return f"has {len(row)} fields on line {line}, its header {len(rows[0])}"
+        for value in filter(None, row):
+            try:
+                float(value)
+            except ValueError:
+                return f"holds {value[:20]!r}, not a number, on line {line}"
+    return None
 
 
 def check_cell(cell: dict, run_dir: Path) -> None:
@@ -196,7 +225,7 @@ def check_run_id(content: dict, run_dir: Path) -> None:
 def move_aside(path: Path, data: bytes, problem: str) -> None:
     """Rename the damaged file (``data`` is what was read of it) to a unique ``<name>.damaged-<time>-<tag>`` and
     warn. Of processes finding the same damaged file one renames it and warns; to the others it is gone."""
-    moved = path.with_name(f"{path.name}.damaged-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}")
+    moved = path.with_name(f"{path.name}{DAMAGED_SUFFIX}{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}")
     try:
         os.rename(path, moved)
     except FileNotFoundError:
@@ -225,7 +254,8 @@ def read_result(root: Path, scale: str, artifact: str, run_id: str) -> dict | No
 
 
 def run_status(run_dir: Path, stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS) -> str:
-    """done (a sound result.json), running (a live claim), failed (error.json) or missing."""
+    """done (a sound result.json), running (a live claim), failed (error.json), damaged (not done, and a file of the
+    run was moved aside as damaged, or a file stands where its directory should be; see damaged_files) or missing."""
     if finished_result(run_dir) is not None:
         return "done"
     claim = read_claim(run_dir / CLAIM_FILE)
@@ -233,7 +263,16 @@ def run_status(run_dir: Path, stale_after_seconds: float = DEFAULT_STALE_AFTER_S
         return "running"
     if (run_dir / ERROR_FILE).exists():
         return "failed"
-    return "missing"
+    return "damaged" if damaged_files(run_dir) else "missing"
+
+
+def damaged_files(run_dir: Path) -> list[Path]:
+    """A file where the run directory should be, or the run's files moved aside as damaged (oldest first)."""
+    if run_dir.exists() and not run_dir.is_dir():
+        warn_once(run_dir, f"{run_dir} is a file where a run directory should be; its run cannot be written until "
+                           "the file is moved away")
+        return [run_dir]
+    return sorted(run_dir.glob(f"*{DAMAGED_SUFFIX}*"))
 
 
 def runs_frame(
@@ -275,6 +314,8 @@ def run_row(scale: str, artifact: str, run_id: str | None, cell: dict, status: s
         row |= result["metrics"]
     if status == "failed":
         row["error"] = failure_message(run_dir)
+    if status == "damaged":
+        row["error"] = "damaged: " + ", ".join(str(path) for path in damaged_files(run_dir))
     return row
 
 

@@ -5,11 +5,11 @@ import argparse
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from omegaconf import DictConfig, OmegaConf
 from rich import box
-from rich.console import Console
+from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -17,14 +17,13 @@ from rich.text import Text
 from experiments.artifacts import SCALES, Artifact, PlannedRun, check_scale, known_artifacts, load_artifact, override_value
 from experiments.claims import DEFAULT_STALE_AFTER_SECONDS
 from experiments.report_text import title_of
+from experiments.run_outcome import RunOutcome
 from experiments.run_store import RUN_STORE, run_directory, run_status, runs_frame, store_frame
 
-if TYPE_CHECKING:
-    from experiments.sweep import RunOutcome
-
-COLUMNS = ["runs", "done", "failed", "running", "missing", "n/a", "other"]
+COLUMNS = ["runs", "done", "failed", "running", "damaged", "missing", "n/a", "other"]
 COLUMN_NOTES = (
-    "missing: planned runs without a sound result.json (failed, running and n/a ones included); "
+    "missing: planned runs without a sound result.json (failed, running, damaged and n/a ones included); "
+    "damaged: a file of the run was moved aside as damaged (listed below), the next sweep reruns it; "
     "n/a: not available, the model is not in the registry yet; "
     "other: runs in the store with other configs (older configs, or sweeps with extra overrides)"
 )
@@ -38,36 +37,43 @@ def list_artifacts(
     artifacts: Sequence[str] | None = None,
     scales: Sequence[str] = SCALES,
     stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS,
-) -> Table:
-    """A table with one row per artifact and scale; missing counts every planned run without result.json."""
+) -> Group:
+    """A table with one row per artifact and scale (missing counts every planned run without result.json), then a
+    line per damaged run naming its files."""
     for scale in scales:
         check_scale(scale)
-    table = Table(title=f"Run store {root}", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
+    table = Table(title=f"Run store {root}", box=box.SIMPLE_HEAD, padding=0, show_edge=False)  # one space between columns
     table.add_column("artifact", overflow="fold")  # a long name folds onto a second line; every number stays whole
     table.add_column("scale", no_wrap=True)
     for column in COLUMNS:
         table.add_column(column, justify="right", no_wrap=True)
+    damaged: list[str] = []
     for name in artifacts or known_artifacts():
         artifact = load_artifact(name)
         for scale in scales:
-            counts = status_counts(artifact, scale, root, stale_after_seconds)
+            counts, damage = status_counts(artifact, scale, root, stale_after_seconds)
             table.add_row(name, scale, *(str(counts[column]) for column in COLUMNS))
-    return table
+            damaged += damage
+    return Group(table, *(Text(line, overflow="fold") for line in damaged))
 
 
-def status_counts(artifact: Artifact, scale: str, root: Path, stale_after_seconds: float) -> dict[str, int]:
+def status_counts(artifact: Artifact, scale: str, root: Path, stale_after_seconds: float) -> tuple[dict[str, int], list[str]]:
+    """The counts of one row of ``list``, and what is damaged in its runs."""
     runs = artifact.runs(scale)
-    statuses = Counter(runs_frame(runs, root, stale_after_seconds)["status"])
+    planned = runs_frame(runs, root, stale_after_seconds)
+    statuses = Counter(planned["status"])
     stored_ids = set(store_frame(root, scale, artifact.name, stale_after_seconds)["run_id"])
-    return {
+    counts = {
         "runs": len(runs),
         "done": statuses["done"],
         "failed": statuses["failed"],
         "running": statuses["running"],
+        "damaged": statuses["damaged"],
         "missing": len(runs) - statuses["done"],
         "n/a": statuses["unavailable"],
         "other": len(stored_ids - {run.run_id for run in runs}),
     }
+    return counts, list(planned.loc[planned["status"] == "damaged", "error"])
 
 
 # --- a sweep: its plan (dry run), progress and summary ---------------------------------------------------------
@@ -86,16 +92,17 @@ def print_plan(
     counts = Counter(statuses)
     console.print(
         f"{len(runs)} runs: done {counts['done']}, pending {counts['pending']}, failed {counts['failed']}, "
-        f"running elsewhere {counts['running']}, not available {counts['not available']}"
+        f"running elsewhere {counts['running']}, damaged {counts['damaged']}, not available {counts['not available']}"
     )
     for model, reason in unavailable_models(runs).items():
         console.print(f"  {model}: not available: {reason}", highlight=False, soft_wrap=True)
-    to_run = [run for run, status in zip(runs, statuses) if status in ("pending", "failed")]
+    to_run = [run for run, status in zip(runs, statuses) if status in TO_RUN]
     console.print(compute_estimate(to_run))
 
 
-PLAN_COLUMNS = ["runs", "done", "missing", "failed", "running", "n/a"]  # missing as in `list`: every run not done
-SHOWN_IF_ANY = ("failed", "running", "n/a")  # a column of zeros is left out (the totals line below names every count)
+TO_RUN = ("pending", "failed", "damaged")  # what a sweep would run
+PLAN_COLUMNS = ["runs", "done", "missing", "failed", "running", "damaged", "n/a"]  # missing as in `list`: not done
+SHOWN_IF_ANY = ("failed", "running", "damaged", "n/a")  # a column of zeros is left out (the totals line below names every count)
 
 
 def plan_summary_table(artifact: Artifact, scale: str, runs: list[PlannedRun], statuses: list[str]) -> Table:
@@ -125,13 +132,13 @@ def plan_counts(members: list[tuple[PlannedRun, str]]) -> Counter:
 
 
 def pending_tokens(members: list[tuple[PlannedRun, str]]) -> int:
-    tokens = [training_tokens(run.config) for run, status in members if status in ("pending", "failed")]
+    tokens = [training_tokens(run.config) for run, status in members if status in TO_RUN]
     return sum(count for count in tokens if count is not None)
 
 
 def plan_caption(summed: set[str]) -> str:
     rows = f"each row sums the runs over {', '.join(sorted(summed))}; " if summed else ""
-    return f"{rows}missing: not done; tokens: training tokens of the pending and failed runs; --verbose lists every run"
+    return f"{rows}missing: not done; tokens: training tokens of the runs a sweep would run; --verbose lists every run"
 
 
 def runs_table(artifact: Artifact, scale: str, runs: list[PlannedRun], statuses: list[str]) -> Table:
@@ -162,7 +169,7 @@ def compute_estimate(runs: list[PlannedRun]) -> str:
     tokens = [training_tokens(run.config) for run in runs]
     known = [count for count in tokens if count is not None]
     text = (
-        f"Compute estimate (an estimate, not a measurement) for the {len(runs)} pending and failed runs: "
+        f"Compute estimate (an estimate, not a measurement) for the {len(runs)} pending, failed and damaged runs: "
         f"{sum(known):.3g} training tokens = max_steps x batch_size x training sequence length "
         "(train_max_length: an upper bound for tasks of variable length), summed over runs; "
         "runs of models that are not available are not counted."
@@ -180,12 +187,13 @@ def training_tokens(config: DictConfig) -> int | None:
 
 
 def print_summary(
-    console: Console, artifact: Artifact, scale: str, runs: list[PlannedRun], outcomes: list[tuple[PlannedRun, "RunOutcome"]]
+    console: Console, artifact: Artifact, scale: str, runs: list[PlannedRun], outcomes: list[tuple[PlannedRun, RunOutcome]],
+    not_started: list[PlannedRun] = (),
 ) -> None:
-    by_status: dict[str, list[tuple[PlannedRun, "RunOutcome"]]] = {}
+    by_status: dict[str, list[tuple[PlannedRun, RunOutcome]]] = {}
     for run, outcome in outcomes:
         by_status.setdefault(outcome.status, []).append((run, outcome))
-    ran = {run.run_id for run, _ in outcomes}
+    ran = {run.run_id for run, _ in outcomes} | {run.run_id for run in not_started}
     skipped = [run for run in runs if run.unavailable is None and run.run_id not in ran]
     unavailable = [run for run in runs if run.unavailable is not None]
     console.print(f"[bold]{artifact.name}[/] ({scale}) summary:")
@@ -198,6 +206,8 @@ def print_summary(
     for run, outcome in failed:
         console.print(f"    {run.label}: {outcome.detail}", highlight=False, soft_wrap=True)
     print_unavailable(console, unavailable)
+    if not_started:
+        console.print(f"  not started: {len(not_started)}", style="red")
 
 
 def print_unavailable(console: Console, unavailable: list[PlannedRun]) -> None:
@@ -231,7 +241,7 @@ class SweepProgress(Progress):
         self.in_flight[run.run_id] = run.label
         self.refresh()
 
-    def run_finished(self, run: PlannedRun, outcome: "RunOutcome") -> None:
+    def run_finished(self, run: PlannedRun, outcome: RunOutcome) -> None:
         self.in_flight.pop(run.run_id, None)
         self.counts[outcome.status] += 1
         self.update(self.task, advance=1, counts=self.counts_text())

@@ -4,130 +4,35 @@
 """
 
 import argparse
-import importlib
 import importlib.util
 import json
-import multiprocessing
 import os
 import subprocess
 import sys
-from collections import deque
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
+import tempfile
+import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Sequence
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 from rich.console import Console
 
 from experiments.arguments import add_overrides_argument, add_scale_argument
 from experiments.artifacts import Artifact, PlannedRun, check_scale, load_artifact, override_value
-from experiments.claims import CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, heartbeat_seconds_for, holding, read_claim
+from experiments.claims import CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, read_claim
 from experiments.configuration import CONFIGS, group_choices, load_yaml
+from experiments.local_launcher import run_locally
 from experiments.paths import REPOSITORY_ROOT
-from experiments.run_store import (
-    ERROR_FILE,
-    OUTPUT_FILE,
-    RUN_STORE,
-    claim_run,
-    failure_message,
-    finished_result,
-    run_directory,
-    run_status,
-    write_error,
-    write_result,
-    write_run_inputs,
-)
-from experiments.status import SweepProgress, print_plan, print_summary
+from experiments.run_execution import DEFAULT_RUN_FUNCTION, describe_os_error, skipped_outcome
+from experiments.run_outcome import RunOutcome
+from experiments.run_store import ERROR_FILE, RUN_STORE, failure_message, finished_result, run_directory, run_status
+from experiments.status import print_plan, print_summary
 
-DEFAULT_RUN_FUNCTION = "experiments.train.run_training"
 HYDRA_LAUNCHERS = {"SlurmLauncher": "submitit_slurm", "LocalLauncher": "submitit_local"}
 LAUNCHES = ".launches"  # per artifact: one folder per submitit launch (manifest, Hydra and submitit logs)
 INTERRUPTED_EXIT_CODE = 130
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    """What became of one run in this sweep: done, failed, already done, or claimed (a live worker has it)."""
-
-    status: str
-    run_dir: Path
-    detail: str = ""
-
-
-# --- one run, in a worker process -------------------------------------------------------------------------------
-
-
-def execute_run(
-    run: PlannedRun,
-    root: Path = RUN_STORE,
-    run_function: str = DEFAULT_RUN_FUNCTION,
-    stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS,
-) -> RunOutcome:
-    """Claim the run, train it with the run function and record result.json or error.json; skip it if done or claimed."""
-    run_dir = run_directory(run, root)
-    claim = claim_run(run_dir, stale_after_seconds)
-    if claim is None:
-        return skipped_outcome(run_dir)
-    with holding(claim, heartbeat_seconds_for(stale_after_seconds)):
-        return train_and_record(run, run_dir, run_function)
-
-
-def skipped_outcome(run_dir: Path) -> RunOutcome:
-    if finished_result(run_dir) is not None:
-        return RunOutcome("already done", run_dir)
-    holder = read_claim(run_dir / CLAIM_FILE)
-    return RunOutcome("claimed", run_dir, f"claimed by {holder.describe()}" if holder else "claimed by another worker")
-
-
-def train_and_record(run: PlannedRun, run_dir: Path, run_function: str) -> RunOutcome:
-    started = datetime.now(timezone.utc)
-    try:
-        write_run_inputs(run_dir, run)
-        with output_to(run_dir / OUTPUT_FILE):
-            metrics = train(run.config, run_dir, run_function)
-        write_result(run_dir, run, metrics, started)
-    except Exception as error:
-        error_path = write_error(run_dir, run, error, started)
-        return RunOutcome("failed", run_dir, f"{type(error).__name__}: {error} ({error_path})")
-    return RunOutcome("done", run_dir)
-
-
-def train(config: DictConfig, run_dir: Path, run_function: str) -> dict[str, float]:
-    function = import_run_function(run_function)
-    num_threads = OmegaConf.select(config, "trainer.num_threads")
-    if num_threads:
-        import torch
-
-        torch.set_num_threads(num_threads)
-    return function(config, run_dir)
-
-
-def import_run_function(dotted_path: str) -> Callable[[DictConfig, Path], dict[str, float]]:
-    module, name = dotted_path.rsplit(".", 1)
-    return getattr(importlib.import_module(module), name)
-
-
-@contextmanager
-def output_to(path: Path) -> Iterator[None]:
-    """Send this process's stdout and stderr (file descriptors 1 and 2) to a file while the run trains."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    with open(path, "a") as log:
-        os.dup2(log.fileno(), 1)
-        os.dup2(log.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            for descriptor, original in zip((1, 2), saved):
-                os.dup2(original, descriptor)
-                os.close(original)
 
 
 # --- the sweep ----------------------------------------------------------------------------------------------------
@@ -160,16 +65,65 @@ def run_sweep(
         return 0
     pending = [run for run in runs if run.unavailable is None and finished_result(run_directory(run, root)) is None]
     console.print(f"[bold]{artifact.name}[/] ({scale}): {len(runs)} runs planned, {len(pending)} to run")
-    try:
+    if pending:
+        check_store_writable(root)
+
+    def launch(batch: list[PlannedRun]) -> list[tuple[PlannedRun, RunOutcome]]:
         if "hydra_launcher" in launcher_config:
-            outcomes = run_with_submitit(pending, launcher_config["hydra_launcher"], root, run_function, stale_after_seconds, console)
-        else:
-            outcomes = run_locally(pending, root, run_function, jobs, stale_after_seconds, console)
+            return run_with_submitit(batch, launcher_config["hydra_launcher"], root, run_function, stale_after_seconds, console)
+        return run_locally(batch, root, run_function, jobs, stale_after_seconds, console)
+
+    try:
+        outcomes = launch(pending)
+        while claimed := [run for run, outcome in outcomes if outcome.status == "claimed"]:
+            freed = wait_for_claims(claimed, root, stale_after_seconds, console)
+            freed_ids = {run.run_id for run in freed}
+            outcomes = [(run, outcome) for run, outcome in outcomes if run.run_id not in freed_ids] + launch(freed)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: rerun the same command to continue; finished runs are kept")
         return INTERRUPTED_EXIT_CODE
-    print_summary(console, artifact, scale, runs, outcomes)
-    return 1 if any(outcome.status == "failed" for _, outcome in outcomes) else 0
+    launched = {run.run_id for run, _ in outcomes}
+    not_started = [run for run in pending if run.run_id not in launched]
+    print_summary(console, artifact, scale, runs, outcomes, not_started)
+    if not_started:
+        fault = next(outcome.store_error for _, outcome in outcomes if outcome.stops_the_sweep)
+        console.print(f"[red]stopped[/]: the run store cannot be written ({describe_os_error(fault)}); "
+                      f"{len(not_started)} runs not started. Free space or make it writable, then rerun the same command.",
+                      soft_wrap=True)
+    return 1 if not_started or any(outcome.status == "failed" for _, outcome in outcomes) else 0
+
+
+class StoreNotWritable(Exception):
+    """The run store cannot take a single file: nothing could run."""
+
+
+def check_store_writable(root: Path) -> None:
+    """Create the store and a file in it (then remove the file), so that a read-only store fails in one line."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=root):
+            pass
+    except OSError as error:
+        raise StoreNotWritable(f"the run store {root} cannot be written: {describe_os_error(error)}") from error
+
+
+def wait_for_claims(claimed: list[PlannedRun], root: Path, stale_after_seconds: float, console: Console) -> list[PlannedRun]:
+    """Wait while other workers hold these runs; return those whose claim is released or stale (its holder died, or
+    its heartbeat stopped), to be run or skipped as the store then says. A live holder's heartbeat keeps us waiting."""
+    poll_seconds = min(5.0, stale_after_seconds / 5)
+    holders = ", ".join(sorted({skipped_outcome(run_directory(run, root)).detail for run in claimed}))
+    console.print(f"waiting for {len(claimed)} runs that other workers hold ({holders}); Ctrl-C stops waiting, "
+                  "the runs stay theirs", soft_wrap=True)
+    while True:
+        freed = [run for run in claimed if not claim_is_live(run_directory(run, root), stale_after_seconds)]
+        if freed:
+            return freed
+        time.sleep(poll_seconds)
+
+
+def claim_is_live(run_dir: Path, stale_after_seconds: float) -> bool:
+    state = read_claim(run_dir / CLAIM_FILE)
+    return state is not None and not state.is_stale(stale_after_seconds)
 
 
 def load_launcher(name: str) -> dict:
@@ -198,65 +152,6 @@ def check_run_function(dotted_path: str) -> None:
         found = False
     if not found:
         raise ValueError(f"run function {dotted_path!r}: no module {module!r}; expected a dotted path module.function")
-
-
-# --- local launcher: a pool of worker processes -------------------------------------------------------------------
-
-
-def run_locally(
-    runs: list[PlannedRun], root: Path, run_function: str, jobs: int, stale_after_seconds: float, console: Console
-) -> list[tuple[PlannedRun, RunOutcome]]:
-    """Run on ``jobs`` spawned worker processes; a pool broken by a killed worker is replaced."""
-    if not runs:
-        return []
-    waiting = deque(runs)
-    outcomes: list[tuple[PlannedRun, RunOutcome]] = []
-    context = multiprocessing.get_context("spawn")
-    with SweepProgress(len(runs), console) as progress:
-        while waiting:
-            with ProcessPoolExecutor(jobs, mp_context=context) as pool:
-                outcomes += drain(pool, waiting, jobs, (root, run_function, stale_after_seconds), progress)
-    return outcomes
-
-
-def drain(
-    pool: ProcessPoolExecutor, waiting: deque, jobs: int, arguments: tuple, progress: SweepProgress
-) -> list[tuple[PlannedRun, RunOutcome]]:
-    """Keep ``jobs`` runs in flight until the queue is empty or the pool broke."""
-    running: dict[Future, PlannedRun] = {}
-    outcomes = []
-    while waiting or running:
-        while waiting and len(running) < jobs:
-            run = waiting.popleft()
-            try:
-                running[pool.submit(execute_run, run, *arguments)] = run
-            except BrokenProcessPool:
-                waiting.appendleft(run)
-                break
-            progress.run_started(run)
-        if not running:
-            break
-        finished, _ = wait(running, return_when=FIRST_COMPLETED)
-        for future in finished:
-            run = running.pop(future)
-            outcome = outcome_of(future, run, arguments[0])
-            outcomes.append((run, outcome))
-            progress.run_finished(run, outcome)
-    return outcomes
-
-
-def outcome_of(future: Future, run: PlannedRun, root: Path) -> RunOutcome:
-    """The worker's outcome; if the worker died (or could not report), an error.json written here says so."""
-    error = future.exception()
-    if error is None:
-        return future.result()
-    run_dir = run_directory(run, root)
-    if finished_result(run_dir) is not None:
-        return RunOutcome("done", run_dir)
-    if isinstance(error, BrokenProcessPool):
-        error = RuntimeError(f"a worker process died while this run was in flight (killed, out of memory?): {error}")
-    error_path = write_error(run_dir, run, error, datetime.now(timezone.utc))
-    return RunOutcome("failed", run_dir, f"{type(error).__name__}: {error} ({error_path})")
 
 
 # --- slurm / submitit_local launchers: Hydra's submitit launcher, one array job per run -----------------------------
@@ -395,6 +290,9 @@ def sweep_command(arguments: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"xlstm-suite sweep: error: {error}", file=sys.stderr)
         return 2
+    except StoreNotWritable as error:
+        print(f"xlstm-suite sweep: error: {error}", file=sys.stderr)
+        return 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,12 +1,14 @@
 """Fake run functions for the sweep runner's tests, used through the same dotted path as experiments.train.
 
 They follow the config: ``+debug.sleep_seconds=S`` sleeps S seconds, ``+debug.fail_model=NAME`` raises for that
-model, ``+debug.exit_model=NAME`` ends the worker process abruptly (as the kernel's out-of-memory killer would). Every start appends a line to ``executions.log`` in the run directory, so tests count how often a run
+model, ``+debug.exit_model=NAME`` kills the worker process with SIGKILL at once (as the kernel's out-of-memory
+killer would). Every start appends a line to ``executions.log`` in the run directory, so tests count how often a run
 was executed.
 """
 
 import dataclasses
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Sequence
@@ -23,11 +25,11 @@ UNBUILT_MODEL = "unbuilt_model"  # neither configs/model/unbuilt_model.yaml nor 
 
 def record_run(config: DictConfig, run_dir: Path) -> dict[str, float]:
     append_line(run_dir / EXECUTIONS, str(os.getpid()))
+    if OmegaConf.select(config, "debug.exit_model") == config.model.name:
+        os.kill(os.getpid(), signal.SIGKILL)
     time.sleep(OmegaConf.select(config, "debug.sleep_seconds", default=0.0))
     if OmegaConf.select(config, "debug.fail_model") == config.model.name:
         raise RuntimeError(f"injected failure of model {config.model.name}")
-    if OmegaConf.select(config, "debug.exit_model") == config.model.name:
-        os._exit(1)
     metrics = {"val/scaled_accuracy": 0.5 + 0.1 * config.seed, "test/scaled_accuracy": 0.25}
     (run_dir / "metrics.csv").write_text("step,val/scaled_accuracy\n" + f"{config.trainer.max_steps},{metrics['val/scaled_accuracy']}\n")
     return metrics

@@ -18,6 +18,7 @@ from experiments.run_store import (
     CELL_FILE,
     CONFIG_FILE,
     ERROR_FILE,
+    METRICS_FILE,
     RESULT_FILE,
     claim_run,
     finished_result,
@@ -86,6 +87,13 @@ DAMAGES = {
     "no config.yaml": Damage(remove_config, RESULT_FILE, "config.yaml is missing"),
     "damaged cell.json": Damage(truncate(CELL_FILE), CELL_FILE, "Unterminated string"),
     "damaged error.json": Damage(fail_with_unreadable_error, ERROR_FILE, "Unterminated string"),
+    "binary metrics.csv": Damage(rewrite(METRICS_FILE, b"\xff\xfe\x00garbage"), RESULT_FILE, "its metrics.csv is not text"),
+    "ragged metrics.csv": Damage(
+        rewrite(METRICS_FILE, b"step,val/loss\n1,0.5,7\n"), RESULT_FILE, "its metrics.csv has 3 fields on line 2, its header 2"
+    ),
+    "text in metrics.csv": Damage(
+        rewrite(METRICS_FILE, b"step,val/loss\n1,lost\n"), RESULT_FILE, "its metrics.csv holds 'lost', not a number, on line 2"
+    ),
 }  # fmt: skip
 
 
@@ -129,11 +137,16 @@ def statuses_in_store_frame(root: Path, damaged: Path, intact: Path) -> dict[str
 
 def statuses_in_list(root: Path, damaged: Path, intact: Path) -> dict[str, str]:
     """The list command's counts of the fixture's 6 smoke runs, read back as the statuses they imply (one is done)."""
+    failed = (damaged / ERROR_FILE).exists()  # a failed run with an unreadable error.json stays failed
     console = Console(file=io.StringIO(), width=200)
     console.print(list_artifacts(root, ["sweep-fixture"], ["smoke"]))
-    header, row = [line.split() for line in console.file.getvalue().splitlines() if "artifact" in line or "smoke" in line]
+    lines = console.file.getvalue().splitlines()
+    header, row = [line.split() for line in lines if line.startswith(("artifact", "sweep-fixture"))]
     counts = dict(zip(header, row))
-    assert (counts["runs"], counts["done"], counts["missing"]) == ("6", "1", "5"), counts
+    expected = {"runs": "6", "done": "1", "failed": str(int(failed)), "damaged": str(int(not failed)), "missing": "5"}
+    assert {name: counts[name] for name in expected} == expected
+    named = [line for line in lines if line.startswith("damaged: ")]  # a line names the damaged run's moved file
+    assert failed or (len(named) == 1 and str(damaged) in named[0] and ".damaged-" in named[0])
     return {intact.name: "done", damaged.name: "not done"}
 
 

@@ -18,11 +18,12 @@ from rich.console import Console
 
 from experiments import artifacts, atomic
 from experiments.artifacts import MODEL_NOT_REGISTERED, known_artifacts, load_artifact, run_id_of
-from experiments.claims import CLAIM_FILE, holding, read_claim, release
+from experiments.claims import CLAIM_FILE, holding, process_start_ticks, read_claim, release
 from experiments.configuration import ConfigError, config_yaml
 from experiments.run_store import claim_run, run_directory, runs_frame, store_frame
 from experiments.status import list_artifacts
-from experiments.sweep import Manifest, execute_run, hydra_command, load_launcher, read_manifest, write_manifest
+from experiments.run_execution import execute_run
+from experiments.sweep import Manifest, hydra_command, load_launcher, read_manifest, write_manifest
 from tests.sweep_fakes import EXECUTIONS, RECORD_RUN, THREADS_RUN, UNBUILT_MODEL, count_lines, small_artifact
 
 FIXTURE = load_artifact("sweep-fixture")
@@ -196,10 +197,10 @@ def test_worker_sets_torch_threads_from_the_config(tmp_path):
 # --- claims -------------------------------------------------------------------------------------------------------
 
 
-def write_claim(run_dir, hostname, pid, age_seconds, text=None):
+def write_claim(run_dir, hostname, pid, age_seconds, text=None, **holder_fields):
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / CLAIM_FILE
-    holder = {"hostname": hostname, "pid": pid, "token": "old", "started": "then"}
+    holder = {"hostname": hostname, "pid": pid, "token": "old", "started": "then", **holder_fields}
     path.write_text(json.dumps(holder) if text is None else text)
     os.utime(path, (time.time() - age_seconds, time.time() - age_seconds))
 
@@ -219,10 +220,15 @@ def dead_pid() -> int:
         (socket.gethostname(), dead_pid(), 0, None, True),  # its process is dead
         (socket.gethostname(), os.getpid(), 0, "", False),  # unreadable, fresh
         (socket.gethostname(), os.getpid(), 120, "", True),  # unreadable, old
+        # a live pid of this host: the claim's process only if the start time matches (else a reused pid or a copy)
+        (socket.gethostname(), os.getpid(), 0, {"process_start_ticks": process_start_ticks(os.getpid())}, False),
+        (socket.gethostname(), os.getppid(), 0, {"process_start_ticks": process_start_ticks(os.getpid())}, True),
+        (socket.gethostname(), os.getppid(), 0, None, False),  # no start time (not written by the suite): heartbeat
     ],
 )
 def test_only_stale_claims_are_taken_over(tmp_path, hostname, pid, age_seconds, text, taken):
-    write_claim(tmp_path, hostname, pid, age_seconds, text)
+    fields = text if isinstance(text, dict) else {}
+    write_claim(tmp_path, hostname, pid, age_seconds, None if isinstance(text, dict) else text, **fields)
     claim = claim_run(tmp_path, stale_after_seconds=60)
     assert (claim is not None) == taken
     if taken:
@@ -307,7 +313,7 @@ def test_list_counts_runs_per_artifact_and_scale(tmp_path):
     header, row = [line.split() for line in console.file.getvalue().splitlines() if "artifact" in line or "smoke" in line]
     assert dict(zip(header, row)) == {
         "artifact": "sweep-fixture", "scale": "smoke", "runs": "6", "done": "3", "failed": "1", "running": "1",
-        "missing": "3", "n/a": "0", "other": "0",
+        "damaged": "0", "missing": "3", "n/a": "0", "other": "0",
     }  # fmt: skip
 
 
@@ -321,11 +327,11 @@ def test_list_fits_an_80_column_terminal_and_folds_a_long_artifact_name(tmp_path
     console.print(list_artifacts(tmp_path / "runs", ["sweep-fixture", long_name], ["smoke", "mini"]))
     lines = console.file.getvalue().splitlines()
     assert max(map(len, lines)) <= 80
-    counts = {"runs": "6", "done": "0", "failed": "0", "running": "0", "missing": "6", "n/a": "0", "other": "0"}
+    counts = {"runs": "6", "done": "0", "failed": "0", "running": "0", "damaged": "0", "missing": "6", "n/a": "0", "other": "0"}
     header_at = next(index for index, line in enumerate(lines) if line.split()[:2] == ["artifact", "scale"])
     header = lines[header_at].split()
     rows = [line.split() for line in lines if "smoke" in line.split() or "mini" in line.split()]
-    assert [dict(zip(header[-7:], row[-7:])) for row in rows] == [counts] * 4
+    assert [dict(zip(header[-8:], row[-8:])) for row in rows] == [counts] * 4
     names = [line.split()[0] for line in lines[header_at + 1:] if line.strip() and not line.startswith("─")]
     assert "".join(name for name in names if name != "sweep-fixture") == long_name * 2  # folded, nothing cut off
 

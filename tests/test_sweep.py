@@ -56,9 +56,9 @@ def test_dry_run_lists_runs_and_estimate_and_writes_nothing(tmp_path):
     assert run_sweep(artifact, "smoke", dry_run=True, root=tmp_path / "runs", console=console) == 0
     output = text_of(console)
     assert f"not available: {MODEL_NOT_REGISTERED}" in output
-    assert "4 runs: done 0, pending 2, failed 0, running elsewhere 0, not available 2" in output
+    assert "4 runs: done 0, pending 2, failed 0, running elsewhere 0, damaged 0, not available 2" in output
     # 2 runs x max_steps 10 x batch_size 8 x train_max_length 40 (sweep-fixture smoke)
-    assert "for the 2 pending and failed runs: 6.4e+03 training tokens" in output and "estimate" in output
+    assert "for the 2 pending, failed and damaged runs: 6.4e+03 training tokens" in output and "estimate" in output
     assert not (tmp_path / "runs").exists()
 
 
@@ -122,16 +122,20 @@ def test_failed_run_is_reported_and_the_others_finish(tmp_path):
     assert f"not available: 1\n    {UNBUILT_MODEL}: {MODEL_NOT_REGISTERED}" in output
 
 
-def test_a_worker_that_dies_fails_its_run_and_the_sweep_goes_on(tmp_path):
+def test_a_killed_worker_fails_only_its_own_run(tmp_path):
     console = captured_console()
     artifact = small_artifact(["xlstm_0_1", "xlstm_1_0", "xlstm_1_1"])
-    overrides = ["+debug.exit_model=xlstm_1_0", NO_TORCH]
-    exit_code = run_sweep(artifact, "smoke", jobs=1, overrides=overrides, run_function=RECORD_RUN, root=tmp_path, console=console)
+    # xlstm_0_1's run is in flight (sleeping for a second) when xlstm_1_0's worker is killed; xlstm_1_1's starts after
+    overrides = ["+debug.exit_model=xlstm_1_0", "+debug.sleep_seconds=1", NO_TORCH]
+    exit_code = run_sweep(artifact, "smoke", jobs=2, overrides=overrides, run_function=RECORD_RUN, root=tmp_path, console=console)
     assert exit_code == 1
-    died = [run for run in artifact.runs("smoke", overrides) if run.cell["model"] == "xlstm_1_0"][0]
-    error = json.loads((tmp_path / "smoke" / "sweep-fixture" / died.run_id / "error.json").read_text())
-    assert "a worker process died while this run was in flight" in error["message"]
+    runs = {run.run_id: run for run in artifact.runs("smoke", overrides)}
+    failed = {path.name for path in run_dirs(tmp_path) if (path / "error.json").exists()}
+    assert [runs[run_id].cell["model"] for run_id in failed] == ["xlstm_1_0"]
+    error = json.loads((tmp_path / "smoke" / "sweep-fixture" / failed.pop() / "error.json").read_text())
+    assert error["message"] == "its worker process died while the run was in flight (killed by signal SIGKILL: out of memory?)"
     assert sum(is_done(path) for path in run_dirs(tmp_path)) == 2 and "failed: 1" in text_of(console)
+    assert all(count_lines(path / EXECUTIONS) == 1 for path in run_dirs(tmp_path))
 
 
 def test_unavailable_models_do_not_fail_the_sweep_and_done_runs_are_skipped(tmp_path):

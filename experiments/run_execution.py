@@ -1,0 +1,134 @@
+"""One run in a worker process: claim it, train it with the run function, record result.json or error.json.
+
+Faults stay with the run they hit: a run directory that cannot be created or written (a file in its way, a
+read-only or full filesystem) gives a failed outcome naming the path and the OS error, never an exception, and
+no temporary file is left behind."""
+
+import importlib
+import os
+import sys
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterator
+
+from omegaconf import DictConfig, OmegaConf
+
+from experiments.artifacts import PlannedRun
+from experiments.atomic import temporary_prefix
+from experiments.claims import CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, heartbeat_seconds_for, holding, read_claim
+from experiments.run_outcome import RunOutcome
+from experiments.run_store import (
+    CELL_FILE,
+    CONFIG_FILE,
+    ERROR_FILE,
+    OUTPUT_FILE,
+    RESULT_FILE,
+    RUN_STORE,
+    claim_run,
+    finished_result,
+    run_directory,
+    write_error,
+    write_result,
+    write_run_inputs,
+)
+
+DEFAULT_RUN_FUNCTION = "experiments.train.run_training"
+
+
+def execute_run(
+    run: PlannedRun,
+    root: Path = RUN_STORE,
+    run_function: str = DEFAULT_RUN_FUNCTION,
+    stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS,
+) -> RunOutcome:
+    """Claim the run, train it with the run function and record result.json or error.json; skip it if done or claimed."""
+    run_dir = run_directory(run, root)
+    try:
+        claim = claim_run(run_dir, stale_after_seconds)
+    except OSError as error:
+        return store_failure(run_dir, error, "could not claim the run")
+    if claim is None:
+        return skipped_outcome(run_dir)
+    with holding(claim, heartbeat_seconds_for(stale_after_seconds)):
+        remove_temporary_files(run_dir)
+        return train_and_record(run, run_dir, run_function)
+
+
+def skipped_outcome(run_dir: Path) -> RunOutcome:
+    if finished_result(run_dir) is not None:
+        return RunOutcome("already done", run_dir)
+    holder = read_claim(run_dir / CLAIM_FILE)
+    return RunOutcome("claimed", run_dir, f"claimed by {holder.describe()}" if holder else "claimed by another worker")
+
+
+def train_and_record(run: PlannedRun, run_dir: Path, run_function: str) -> RunOutcome:
+    started = datetime.now(timezone.utc)
+    try:
+        write_run_inputs(run_dir, run)
+        with output_to(run_dir / OUTPUT_FILE):
+            metrics = train(run.config, run_dir, run_function)
+        write_result(run_dir, run, metrics, started)
+    except Exception as error:
+        return record_failure(run, run_dir, error, started)
+    return RunOutcome("done", run_dir)
+
+
+def record_failure(run: PlannedRun, run_dir: Path, error: BaseException, started: datetime) -> RunOutcome:
+    """error.json for a failed run; if the store cannot take it either, the outcome carries both errors."""
+    try:
+        error_path = write_error(run_dir, run, error, started)
+    except OSError as store_error:
+        return store_failure(run_dir, store_error, f"{type(error).__name__}: {error}; its error.json could not be written")
+    return RunOutcome("failed", run_dir, f"{type(error).__name__}: {error} ({error_path})",
+                      store_error=error if isinstance(error, OSError) else None)
+
+
+def store_failure(run_dir: Path, error: OSError, what: str) -> RunOutcome:
+    return RunOutcome("failed", run_dir, f"{what}: {describe_os_error(error)}", store_error=error)
+
+
+def describe_os_error(error: OSError) -> str:
+    """``[Errno 28] No space left on device: '<path>'``: the OS error with the path it names."""
+    return str(error) if error.filename else f"{error} (in the run store)"
+
+
+def remove_temporary_files(run_dir: Path) -> None:
+    """Temporary files of the run's own files left by a killed writer; only the claim holder writes them."""
+    for name in (CONFIG_FILE, CELL_FILE, RESULT_FILE, ERROR_FILE):
+        for leftover in run_dir.glob(f"{temporary_prefix(run_dir / name)}*"):
+            leftover.unlink(missing_ok=True)
+
+
+def train(config: DictConfig, run_dir: Path, run_function: str) -> dict[str, float]:
+    function = import_run_function(run_function)
+    num_threads = OmegaConf.select(config, "trainer.num_threads")
+    if num_threads:
+        import torch
+
+        torch.set_num_threads(num_threads)
+    return function(config, run_dir)
+
+
+def import_run_function(dotted_path: str) -> Callable[[DictConfig, Path], dict[str, float]]:
+    module, name = dotted_path.rsplit(".", 1)
+    return getattr(importlib.import_module(module), name)
+
+
+@contextmanager
+def output_to(path: Path) -> Iterator[None]:
+    """Send this process's stdout and stderr (file descriptors 1 and 2) to a file while the run trains."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(path, "a") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for descriptor, original in zip((1, 2), saved):
+                os.dup2(original, descriptor)
+                os.close(original)
