@@ -1,6 +1,5 @@
 """Figures in the paper's style (seaborn/matplotlib, no display needed)."""
 
-import os
 from pathlib import Path
 
 import matplotlib
@@ -56,14 +55,11 @@ FIXED_METADATA = {".png": {}, ".pdf": {"CreationDate": None}}
 
 
 def save(figure: plt.Figure, stem: Path) -> list[Path]:
-    """Write ``stem``.png and ``stem``.pdf (atomically: temp file, then rename) and close the figure."""
+    """Write ``stem``.png and ``stem``.pdf and close the figure."""
     written = []
     for suffix in (".png", ".pdf"):
-        path = stem.with_suffix(suffix)
-        temporary = path.with_name(f".{path.name}.tmp{suffix}")
-        figure.savefig(temporary, dpi=150, bbox_inches="tight", metadata=FIXED_METADATA[suffix])
-        os.replace(temporary, path)
-        written.append(path)
+        figure.savefig(stem.with_suffix(suffix), dpi=150, bbox_inches="tight", metadata=FIXED_METADATA[suffix])
+        written.append(stem.with_suffix(suffix))
     plt.close(figure)
     return written
 

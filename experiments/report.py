@@ -14,7 +14,6 @@ import pandas as pd
 from rich.console import Console
 
 from experiments.artifacts import Artifact, PlannedRun, known_artifacts, load_artifact
-from experiments.atomic import write_text_atomic
 from experiments.committed_runs import committed_path, per_run_rows, read_committed, with_committed, write_committed
 from experiments.display import metric_scale, model_name
 from experiments.figures import grouped_heatmap, save
@@ -23,6 +22,7 @@ from experiments.paths import PAPER_NUMBERS, REPORTS, RESULTS
 from experiments.report_text import figure_title, markdown
 from experiments.run_store import runs_frame
 from experiments.selection import select_cells
+from experiments.staging import publish, staging_folder, terminate_as_exit
 
 MISSING, NOT_AVAILABLE = "missing", "n/a"
 
@@ -140,20 +140,23 @@ def write_report(name: str, scale: str, root: Path, destination: Path, extra_ove
 
 def write_files(artifact: Artifact, planned: Sequence[PlannedRun], runs: pd.DataFrame, table: pd.DataFrame,
                 scale: str, stem: Path, extra_overrides: Sequence[str]) -> list[Path]:
-    """The per-run results first, then the cell table, the figure and the page."""
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    runs_path = committed_path(stem)
-    write_committed(runs_path, per_run_rows(runs, list(artifact.grid_of(scale))))
-    written = [runs_path]
-    figure_name = None
-    if artifact.report["kind"] == "heatmap":
-        written += save(heatmap(artifact, table, figure_title(artifact, planned, scale)), stem)
-        figure_name = stem.with_suffix(".png").name
-    csv_path, md_path = stem.with_suffix(".csv"), stem.with_suffix(".md")
-    write_text_atomic(csv_path, table.to_csv(index=False))
-    write_text_atomic(md_path, markdown(artifact, planned, table, scale, figure_name, extra_overrides,
-                                        findings_of(artifact.paper)))
-    return [md_path, csv_path, *written]
+    """The per-run results, the cell table, the figure and the page, written into a staging folder and then moved
+    into place together (a report killed midway leaves the previous one whole)."""
+    with staging_folder(stem.parent) as staging:
+        staged = staging / stem.name
+        write_committed(committed_path(staged), per_run_rows(runs, list(artifact.grid_of(scale))))
+        figure_name = None
+        if artifact.report["kind"] == "heatmap":
+            save(heatmap(artifact, table, figure_title(artifact, planned, scale)), staged)
+            figure_name = stem.with_suffix(".png").name
+        staged.with_suffix(".csv").write_text(table.to_csv(index=False))
+        staged.with_suffix(".md").write_text(markdown(artifact, planned, table, scale, figure_name, extra_overrides,
+                                                      findings_of(artifact.paper)))
+        published = publish(staging, stem.parent)
+    return sorted(published, key=lambda path: REPORT_FILE_ORDER.index(path.name.removeprefix(stem.name)))
+
+
+REPORT_FILE_ORDER = [".md", ".csv", ".runs.csv", ".png", ".pdf"]
 
 
 def report_command(arguments) -> int:
@@ -166,7 +169,8 @@ def report_command(arguments) -> int:
     destination = Path(arguments.destination) if arguments.destination else REPORTS
     outcomes = []
     for name in names:
-        outcome = write_report(name, arguments.scale, root, destination, arguments.overrides, arguments.force)
+        with terminate_as_exit():
+            outcome = write_report(name, arguments.scale, root, destination, arguments.overrides, arguments.force)
         outcomes.append(outcome)
         if outcome.status == "written":
             console.print(outcome.message, highlight=False)

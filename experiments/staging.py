@@ -1,0 +1,59 @@
+"""Files that appear together or not at all: written into a staging folder beside their destination, then renamed
+into place one after the other (renames within a filesystem: microseconds apart).
+
+A staging folder is removed on every way out that runs Python code (an error, Ctrl-C, SIGTERM with
+``terminate_as_exit``); one left by a process killed outright (SIGKILL) is removed by the next staging in the same
+folder, once its process is gone."""
+
+import os
+import shutil
+import signal
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from experiments.claims import process_is_running
+
+PREFIX = ".staging-"  # .staging-<pid>-<tag>
+
+
+@contextmanager
+def staging_folder(destination: Path) -> Iterator[Path]:
+    destination.mkdir(parents=True, exist_ok=True)
+    remove_abandoned(destination)
+    folder = destination / f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    folder.mkdir()
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def publish(folder: Path, destination: Path) -> list[Path]:
+    """Move every file of the staging folder into ``destination`` (replacing files of the same name)."""
+    published = []
+    for staged in sorted(folder.iterdir()):
+        os.replace(staged, destination / staged.name)
+        published.append(destination / staged.name)
+    return published
+
+
+def remove_abandoned(destination: Path) -> None:
+    for folder in destination.glob(f"{PREFIX}*"):
+        pid = folder.name.removeprefix(PREFIX).split("-")[0]
+        if pid.isdigit() and not process_is_running(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def terminate_as_exit() -> Iterator[None]:
+    """SIGTERM (a scheduler's or a user's kill) raises SystemExit, so that ``finally`` blocks clean up."""
+    def exit_on_terminate(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, exit_on_terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
