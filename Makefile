@@ -9,7 +9,7 @@ JOBS ?= 2
 LAUNCHER ?= local
 BENCH_FLAGS ?=   # e.g. --quick: short sequences, few repeats (a smoke run of the benchmarks)
 
-.PHONY: reproduce params test test-slow bench clean
+.PHONY: reproduce params test test-slow bench parity clean
 
 $(INSTALLED): pyproject.toml
 	python3 -m venv $(VENV)
@@ -35,6 +35,13 @@ test-slow: $(INSTALLED)
 bench: $(INSTALLED)
 	$(PYTHON) -m benchmarks.run $(BENCH_FLAGS)
 	$(PYTHON) -m benchmarks.throughput
+
+# Training parity with the official xLSTM: both backbones, 5 seeds each, Cycle Nav at the mini budget, a rank test
+# (results/reports/parity/). Hours of CPU; finished runs are cached, so a rerun trains only what is missing.
+# PARITY_FLAGS: options of `python -m benchmarks.training_parity --help`, e.g. --task parity.
+parity: $(INSTALLED)
+	$(PYTHON) -m pip install --quiet -e ".[test,bench]"
+	$(PYTHON) -m benchmarks.training_parity $(PARITY_FLAGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache
