@@ -13,23 +13,23 @@ import seaborn as sns  # noqa: E402
 from experiments.display import MetricScale, label  # noqa: E402
 
 
-def grouped_heatmap(values: pd.DataFrame, notes: pd.DataFrame, column_groups: dict[str, str], title: str,
-                    scale: MetricScale) -> plt.Figure:
+def grouped_heatmap(values: pd.DataFrame, annotations: pd.DataFrame, notes: pd.DataFrame, column_groups: dict[str, str],
+                    title: str, scale: MetricScale) -> plt.Figure:
     """Rows x columns heatmap over the metric's whole range (a diverging palette around its centre, if it has
     one); columns grouped (labels above, separators between groups).
 
-    ``values``: rows x columns, NaN where there is no result; ``notes``: the same shape, the text shown in cells
+    ``values``: rows x columns, NaN where there is no result; ``annotations``: the same shape, the text in cells
+    with a result (e.g. the mean and its spread over seeds); ``notes``: the same shape, the text shown in cells
     without a result ("missing", "n/a"); ``column_groups``: column -> group, columns already in group order.
     """
-    annotations = values.map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
     width = 2.4 + 0.75 * values.shape[1]
     height = 2.0 + 0.5 * values.shape[0]
     figure, axes = plt.subplots(figsize=(width, height))
     axes.set_facecolor("#e6e6e6")  # cells without a result
     palette = "RdBu" if scale.center is not None else "YlGnBu"
-    sns.heatmap(values.astype(float), annot=annotations, fmt="", cmap=palette, vmin=scale.low, vmax=scale.high,
+    sns.heatmap(values.astype(float), annot=annotations.fillna(""), fmt="", cmap=palette, vmin=scale.low, vmax=scale.high,
                 linewidths=0.5, linecolor="white", cbar_kws={"label": scale.label}, ax=axes,
-                annot_kws={"fontsize": 8})
+                annot_kws={"fontsize": 7 if annotations.fillna("").map(lambda text: "\n" in text).any().any() else 8})
     for row, column in zip(*values.isna().to_numpy().nonzero()):  # seaborn leaves cells without a value blank
         axes.text(column + 0.5, row + 0.5, notes.iat[row, column] or "", ha="center", va="center", fontsize=7,
                   color="#707070")

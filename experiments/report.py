@@ -62,13 +62,15 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
     selected = select_cells(
         done, cells=cells, choose=list(selection.get("choose", [])), average=list(selection.get("average", [])),
         select_metric=selection["metric"], mode=selection["mode"], report_metric=metric,
-    ) if len(done) else pd.DataFrame(columns=[*cells, "ours", "std", "runs"])
+        solved_at=report.get("solved_at"),
+    ) if len(done) else pd.DataFrame(columns=[*cells, "ours", "std", "min", "max", "runs", "solved"])
     every_cell = runs.groupby(cells, sort=False, dropna=False).agg(
         unavailable=("unavailable", "first"), planned=("status", "size"),
         finished=("status", lambda status: int((status == "done").sum())),
     ).reset_index()
     table = every_cell.merge(selected, on=cells, how="left")
     table["runs"] = table["runs"].fillna(0).astype(int)
+    table["solved"] = table["solved"].astype("Int64")
     table["note"] = [
         f"not available: {unavailable}" if isinstance(unavailable, str)
         else ("" if finished == planned else f"{planned - finished} of {planned} runs missing")
@@ -80,7 +82,7 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
         table = table.merge(paper[[*cells, "paper"]], on=cells, how="left")
     else:
         table["paper"] = float("nan")
-    return table[[*cells, "metric", "ours", "std", "paper", "runs", "note"]]
+    return table[[*cells, "metric", "ours", "std", "min", "max", "paper", "runs", "solved", "note"]]
 
 
 def _task_groups(tasks: list[str]) -> dict[str, str]:
@@ -95,12 +97,16 @@ def heatmap(artifact: Artifact, table: pd.DataFrame, title: str):
     group_order = list(dict.fromkeys(groups.values()))
     tasks = sorted(groups, key=lambda task: group_order.index(groups[task]))  # stable within a group
     values = table.pivot(index="model", columns="task", values="ours").reindex(index=models, columns=tasks)
+    annotations = table.assign(text=[
+        "" if pd.isna(ours) else (f"{ours:.2f}\n±{std:.2f}" if runs > 1 else f"{ours:.2f}")
+        for ours, std, runs in zip(table["ours"], table["std"], table["runs"])
+    ]).pivot(index="model", columns="task", values="text").reindex(index=models, columns=tasks)
     notes = table.assign(
         short=[NOT_AVAILABLE if note.startswith("not available") else (MISSING if pd.isna(ours) else "")
                for note, ours in zip(table["note"], table["ours"])]
     ).pivot(index="model", columns="task", values="short").reindex(index=models, columns=tasks)
-    values.index = notes.index = [model_name(model) for model in models]
-    return grouped_heatmap(values, notes, groups, title, metric_scale(artifact.report["metric"]))
+    values.index = annotations.index = notes.index = [model_name(model) for model in models]
+    return grouped_heatmap(values, annotations, notes, groups, title, metric_scale(artifact.report["metric"]))
 
 
 def report_stem(name: str, extra_overrides: Sequence[str]) -> str:

@@ -62,6 +62,12 @@ def cells_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
     shown["paper"] = [UNPRINTED_MARK if unprinted else ("" if pd.isna(value) else f"{value:.3f}")
                       for value in table["paper"]]
     shown["runs"] = table["runs"]
+    if (table["runs"] > 1).any():
+        shown["range"] = [f"{low:.3f} to {high:.3f}" if runs > 1 else ""
+                          for low, high, runs in zip(table["min"], table["max"], table["runs"])]
+    if (solved_at := artifact.report.get("solved_at")) is not None:
+        shown[f"solved (>= {solved_at:g})"] = [f"{solved} of {runs}" if runs else ""
+                                               for solved, runs in zip(table["solved"], table["runs"])]
     shown["note"] = table["note"]
     lines = [shown.to_markdown(index=False)]
     if unprinted:
@@ -101,7 +107,10 @@ def markdown(artifact: Artifact, runs: Sequence[PlannedRun], table: pd.DataFrame
     lines += [
         f"Selection: per cell, the {', '.join(selection.get('choose', [])) or 'run'} with the best "
         f"{selection['metric']} ({selection['mode']}) averaged over {', '.join(selection.get('average', [])) or 'nothing'}; "
-        f"`ours` is the mean of {report['metric']} over the chosen runs (`runs` of them), ± their standard deviation.",
+        f"`ours` is the mean of {report['metric']} over the chosen runs (`runs` of them), ± their standard deviation"
+        + ("; `range` is their lowest to highest value" if (table["runs"] > 1).any() else "")
+        + (f"; `solved` counts those with {report['metric']} >= {report['solved_at']:g} (our threshold)"
+           if report.get("solved_at") is not None else "") + ".",
         "",
     ]
     if figure_name:

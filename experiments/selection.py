@@ -4,13 +4,13 @@ import pandas as pd
 
 
 def select_cells(runs: pd.DataFrame, *, cells: list[str], choose: list[str], average: list[str], select_metric: str,
-                 mode: str, report_metric: str) -> pd.DataFrame:
+                 mode: str, report_metric: str, solved_at: float | None = None) -> pd.DataFrame:
     """One row per cell (the ``cells`` keys) from one row per finished run.
 
     For each cell, every combination of the ``choose`` keys (e.g. the learning rate) is scored by its
     ``select_metric`` averaged over the ``average`` keys (e.g. seeds); the best one (``mode`` max or min) is
-    chosen, and the cell reports the mean of ``report_metric`` over the chosen combination's runs, their
-    standard deviation and how many runs it combines.
+    chosen, and the cell reports the mean of ``report_metric`` over the chosen combination's runs, their spread
+    (standard deviation, min and max), how many runs it combines and, with ``solved_at``, how many of them reach it.
     """
     if mode not in ("max", "min"):
         raise ValueError(f"selection mode {mode!r} is not valid; valid choices: ['max', 'min']")
@@ -31,7 +31,10 @@ def select_cells(runs: pd.DataFrame, *, cells: list[str], choose: list[str], ave
             **{f"chosen {key}": value for key, value in zip(choose, best)},
             "ours": chosen[report_metric].mean(),
             "std": chosen[report_metric].std(ddof=0) if len(chosen) > 1 else 0.0,
+            "min": chosen[report_metric].min(),
+            "max": chosen[report_metric].max(),
             "runs": len(chosen),
+            "solved": int((chosen[report_metric] >= solved_at).sum()) if solved_at is not None else pd.NA,
         })
-    columns = [*cells, *(f"chosen {key}" for key in choose), "ours", "std", "runs"]
+    columns = [*cells, *(f"chosen {key}" for key in choose), "ours", "std", "min", "max", "runs", "solved"]
     return pd.DataFrame(rows, columns=columns)

@@ -196,3 +196,25 @@ def test_the_fixture_report_keeps_the_paper_column_empty_without_a_note():
     table = pd.DataFrame({"model": ["xlstm_0_1"], "task": ["parity"], "ours": [0.5], "std": [0.0], "paper": [float("nan")],
                           "runs": [1], "note": [""]})
     assert "no number" not in cells_markdown(artifact, table)
+
+
+def test_a_cell_of_several_seeds_shows_its_mean_spread_and_how_many_seeds_solve_it(formal_main_smoke):
+    artifact, runs = formal_main_smoke
+    seeds = [{**run.cell, "seed": seed, "status": "done", "unavailable": None, "val/scaled_accuracy": 0.0,
+              "test/scaled_accuracy": value}
+             for run in runs if (run.cell["model"], run.cell["task"]) == ("lstm", "parity")
+             for seed, value in enumerate([1.0, 0.95, 0.2])]
+    single = {**seeds[0], "model": "llama", "test/scaled_accuracy": 0.016}
+    table = cell_table(artifact, pd.DataFrame([*seeds, single]))
+    lstm = table.set_index(["model", "task"]).loc[("lstm", "parity")]
+    assert (lstm["runs"], lstm["solved"], lstm["min"], lstm["max"]) == (3, 2, 0.2, 1.0)
+    assert lstm["ours"] == pytest.approx(2.15 / 3) and lstm["std"] == pytest.approx(0.3659, abs=1e-4)  # population std
+    cells = cells_markdown(artifact, table)
+    assert "| LSTM " in cells and "0.717 ± 0.366" in cells and "0.200 to 1.000" in cells and "2 of 3" in cells
+    assert "solved (>= 0.9)" in cells and "| 0.016 " in cells and "0 of 1" in cells  # one seed: no ± and no range
+    page = markdown(artifact, runs, table, "smoke", None, [], [])
+    assert "`range` is their lowest to highest value" in page and "`solved` counts those with" in page
+    figure = heatmap(artifact, table, "title")
+    texts = [text.get_text() for text in figure.axes[0].texts]
+    assert "0.72\n±0.37" in texts and "0.02" in texts  # the spread in the figure, beside the mean
+    plt.close(figure)

@@ -26,6 +26,10 @@ def test_selection_picks_the_lr_with_best_mean_validation_and_averages_its_seeds
     assert parity["ours"] == pytest.approx(0.75)
     assert parity["runs"] == 2
     assert parity["std"] == pytest.approx(0.05)
+    assert (parity["min"], parity["max"]) == (0.70, 0.80) and pd.isna(parity["solved"])  # no threshold given
+    solved = select_cells(_runs(), cells=["model", "task"], choose=["optim.lr"], average=["seed"], select_metric="val",
+                          mode="max", report_metric="test", solved_at=0.75)
+    assert list(solved["solved"]) == [1, 0]  # of the chosen lr's runs (0.70, 0.80), and of even_pairs' (0.3)
     even_pairs = table.set_index("task").loc["even_pairs"]
     assert even_pairs["ours"] == pytest.approx(0.3) and even_pairs["runs"] == 1
 
