@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from kernels.mlstm import MLSTMState, chunkwise, parallel
+from kernels.mlstm import chunkwise_fast
 from kernels.mlstm.chunkwise_fast import ChunkwiseMLSTM
 
 B, NH, DH = 2, 2, 8
@@ -96,12 +97,100 @@ def test_large_eps_and_floored_normaliser():
                  values_and_gradients(reference, inputs, state, **options), 1e-9)
 
 
+def as_float32(inputs, state):
+    """Float32 copies of the leaves (and the start state), requiring grad as the originals do."""
+    inputs32 = [x.detach().float().requires_grad_() for x in inputs]
+    return inputs32, MLSTMState(*(x.detach().float().requires_grad_(x.requires_grad) for x in state))
+
+
 def test_float32_matches_float64_reference():
     inputs, state = make_inputs(300, with_state=True, gate_std=2.0, seed=4)
     expected = values_and_gradients(reference, inputs, state, chunk_size=64)
-    inputs32 = [x.detach().float().requires_grad_() for x in inputs]
-    state32 = MLSTMState(*(x.detach().float().requires_grad_(x.requires_grad) for x in state))
-    assert_agree(values_and_gradients(fast, inputs32, state32, chunk_size=64), expected, 1e-4)
+    assert_agree(values_and_gradients(fast, *as_float32(inputs, state), chunk_size=64), expected, 1e-4)
+
+
+def random_signs(shape, generator) -> torch.Tensor:
+    return torch.randint(0, 2, shape, generator=generator).double().mul_(2).sub_(1)
+
+
+# Gate pre-activations i and f (B, NH, S) of issue 15, item 8: +-1000 of random sign, 10 x N(0, 1), and the
+# model-level probe's gate biases of +-1000 plus N(0, 1). Summed over a chunk, log forget gates reach L * 1000.
+EXTREME_GATES = {
+    "plus_minus_1000": lambda shape, g: 1000 * random_signs(shape, g),
+    "10_normal": lambda shape, g: 10 * torch.randn(shape, generator=g, dtype=torch.float64),
+    "plus_minus_1000_plus_normal": lambda shape, g: 1000 * random_signs(shape, g)
+    + torch.randn(shape, generator=g, dtype=torch.float64),
+}
+# The config takes any positive chunk_size: the issue's 8, 16, 32 and 64 (= S), 1, and ragged 3 and 24.
+ANY_CHUNK_SIZES = [1, 3, 8, 16, 24, 32, 64]
+# Where both kernels' errors are at rounding level, the order of float32 sums alone may double one of
+# them: this much (about 8 float32 epsilons) more is allowed.
+ROUNDING_SLACK = 1e-6
+
+
+def extreme_gate_inputs(gates: str, seed: int = 0):
+    """The issue's shapes (B=2, NH=2, S=64, DH=16), named gates and a start state: float64 leaves holding
+    float32 values, so that the float64 reference sees exactly the float32 runs' inputs.
+
+    q, k and n0 are positive, so the normaliser (a sum of q.k and q.n0 terms) does not cancel: with random
+    signs it may nearly, which multiplies both kernels' rounding errors in h by up to hundreds and buries
+    the gate weights' errors, the ones measured here.
+    """
+    g = torch.Generator().manual_seed(seed)
+    B, NH, S, DH = 2, 2, 64, 16
+    q, k = (torch.rand(B, NH, S, DH, generator=g, dtype=torch.float64) for _ in range(2))
+    v = torch.randn(B, NH, S, DH, generator=g, dtype=torch.float64)
+    i, f = (EXTREME_GATES[gates]((B, NH, S), g) for _ in range(2))
+    C0 = torch.randn(B, NH, DH, DH, generator=g, dtype=torch.float64)
+    n0 = torch.rand(B, NH, DH, generator=g, dtype=torch.float64)
+    m0 = EXTREME_GATES[gates]((B, NH), g)  # (B, NH) on the gates' scale: the start state matters
+    inputs = [x.float().double().requires_grad_() for x in (q, k, v, i, f)]
+    C0, n0, m0 = (x.float().double() for x in (C0, n0, m0))
+    return inputs, MLSTMState(C0.requires_grad_(), n0.requires_grad_(), m0)
+
+
+def float32_errors(function, inputs, state, expected, **options) -> dict[str, float]:
+    """Max abs error of each value and gradient of ``function`` run in float32, over its scale in ``expected``.
+
+    The scale is the largest expected entry; for the gate gradients the larger of the two, since the
+    gradient of a log forget gate sums terms as large as the input gates' gradients.
+    """
+    values, grads = values_and_gradients(function, *as_float32(inputs, state), **options)
+    expected_values, expected_grads = expected
+    gate_scale = max(g.abs().max().item() for g in expected_grads[3:5])  # (i, f)
+    errors = {}
+    for name, x, y in zip(["h", "C", "n", "m"], values, expected_values):
+        errors[name] = (x.double() - y).abs().max().item() / y.abs().max().item()
+    for name, x, y in zip(LEAVES, grads, expected_grads):
+        scale = gate_scale if name in ("i", "f") else y.abs().max().item()
+        errors[f"grad {name}"] = (x.double() - y).abs().max().item() / scale
+    return errors
+
+
+def assert_within_autograd_error(inputs, state, chunk_size):
+    """The fast kernel's float32 errors against the float64 parallel form: at most twice the autograd's."""
+    expected = values_and_gradients(parallel, inputs, state)
+    ours = float32_errors(fast, inputs, state, expected, chunk_size=chunk_size)
+    autograd = float32_errors(reference, inputs, state, expected, chunk_size=chunk_size)
+    too_large = {name: f"{ours[name]:.1e} vs autograd {autograd[name]:.1e}" for name in ours
+                 if not ours[name] <= 2 * autograd[name] + ROUNDING_SLACK}
+    assert not too_large, too_large
+
+
+@pytest.mark.parametrize("chunk_size", ANY_CHUNK_SIZES)
+@pytest.mark.parametrize("gates", list(EXTREME_GATES))
+def test_float32_error_under_extreme_gates_is_the_autograd_forms(gates, chunk_size):
+    """h, the final state and all gradients: the gate algebra (sums of log forget gates up to L * 1000,
+    whose differences near 0 set D) must not round where the autograd form does not."""
+    assert_within_autograd_error(*extreme_gate_inputs(gates), chunk_size)
+
+
+@pytest.mark.parametrize("chunk_size", [8, 64])
+def test_float32_gate_algebra_fallback_keeps_integer_gates_exact(monkeypatch, chunk_size):
+    """Without float64 (MPS) the gate algebra runs in float32: with integer gates of +-1000 its sums are
+    exact, and so are the differences the L x L pass takes, as in the autograd form."""
+    monkeypatch.setattr(chunkwise_fast, "gate_dtype", lambda device: torch.float32)
+    assert_within_autograd_error(*extreme_gate_inputs("plus_minus_1000"), chunk_size)
 
 
 def reaches_chunkwise_function(tensor) -> bool:

@@ -1,10 +1,10 @@
 """Backward of the chunkwise mLSTM (``ChunkwiseMLSTM``): exact gradients, L x L matrices recomputed.
 
-Per chunk (notation of ``chunkwise_gates``; k unscaled, the scale folded into D and w):
+Per chunk (notation of ``chunkwise_gates``; k unscaled, the scale folded into c~ and w):
 
-    c~ = (Q K^T) * D,    num = c~ V + a * (Q C0),    nrm = rowsum(c~) + a * (Q n0)
+    c~ = scale (Q K^T) * D,    num = c~ V + a * (Q C0),    nrm = rowsum(c~) + a * (Q n0)
     h = num / den,       den = max(|nrm|, exp(-m)) + eps
-    C_end = decay C0 + K^T (w * V),    n_end = decay n0 + K^T w,    decay = a_{L-1}
+    C_end = decay C0 + K^T (w * V),    n_end = decay n0 + K^T w,    decay = exp(m0 - M_{L-1})
 
 Going back: dnum = dh / den and dnrm = -(dh . h) slope / den; the start state collects
 dC0 = (a Q)^T dnum and dn0 = (a Q)^T dnrm plus decay times the gradient of the end state, a scan
@@ -18,7 +18,7 @@ follow the reference's terms, so structural zeros (a single step's own b_t - b_t
 import torch
 
 from kernels.mlstm.chunking import C_part, blocks, n_part, scan_state_gradients
-from kernels.mlstm.chunkwise_gates import ChunkGates, gate_matrix
+from kernels.mlstm.chunkwise_gates import ChunkGates, gate_matrix, gated_scores
 
 
 def _start_state_paths(dh, q, h, states, denominator, slope, gates: ChunkGates, block: int):
@@ -44,7 +44,8 @@ def _start_state_paths(dh, q, h, states, denominator, slope, gates: ChunkGates, 
     return dq, d_slots, d_normaliser, d_log_a
 
 
-def _chunk_paths(dq, dh, q, k, v, states, d_ends, denominator, d_normaliser, gates: ChunkGates, block: int):
+def _chunk_paths(dq, dh, q, k, v, states, d_ends, denominator, d_normaliser, gates: ChunkGates, scale: float,
+                 block: int):
     """Add the intra-chunk paths to dq; dk and dv (N, L, DH), and the row and column sums of dlogD,
     dlog w (N, L) and <dC_end, C0> + <dn_end, n0> (N,), from the intra-chunk and end-state paths.
 
@@ -60,8 +61,8 @@ def _chunk_paths(dq, dh, q, k, v, states, d_ends, denominator, d_normaliser, gat
     for b in blocks(N, block):
         size = b.stop - b.start
         torch.sum(torch.mul(d_ends[b], states[b], out=state_workspace[:size]), (1, 2), out=d_decay[b])
-        D = gate_matrix(gates.column_log2[b], gates.row_log2[b], out=gate_workspace[:size])  # (n, L, L)
-        c_tilde = torch.bmm(q[b], k[b].transpose(1, 2), out=c_tilde_workspace[:size]).mul_(D)  # (n, L, L)
+        D = gate_matrix(gates, b, out=gate_workspace[:size])  # (n, L, L)
+        c_tilde = gated_scores(q[b], k[b], D, scale, out=c_tilde_workspace[:size])  # (n, L, L)
         d_numerator = torch.div(dh[b], denominator[b].unsqueeze(2), out=numerator_workspace[:size])  # (n, L, DH)
         w = gates.end_weight[b].unsqueeze(2)  # (n, L, 1)
         torch.bmm(k[b], C_part(d_ends[b]), out=dv[b]).mul_(w).baddbmm_(c_tilde.transpose(1, 2), d_numerator)
@@ -70,16 +71,17 @@ def _chunk_paths(dq, dh, q, k, v, states, d_ends, denominator, d_normaliser, gat
         d_log_D = c_tilde.mul_(d_c_tilde)  # (n, L, L)
         torch.sum(d_log_D, 2, out=row_sums[b])
         torch.sum(d_log_D, 1, out=column_sums[b])
-        d_scores = d_c_tilde.mul_(D)  # (n, L, L)
-        dq[b].baddbmm_(d_scores, k[b])
+        d_scores = d_c_tilde.mul_(D)  # (n, L, L) the gradient of Q K^T over scale
+        dq[b].baddbmm_(d_scores, k[b], alpha=scale)
         to_end = torch.bmm(v[b], C_part(d_ends[b]).transpose(1, 2), out=dk[b])  # (n, L, DH) V dC_end^T + dn_end
         to_end.add_(n_part(d_ends[b]).unsqueeze(1))
         torch.sum(torch.mul(to_end, k[b], out=d_numerator), -1, out=d_log_w[b]).mul_(gates.end_weight[b])
-        to_end.mul_(w).baddbmm_(d_scores.transpose(1, 2), q[b])
+        to_end.mul_(w).baddbmm_(d_scores.transpose(1, 2), q[b], alpha=scale)
     return dk, dv, row_sums, column_sums, d_log_w, d_decay
 
 
-def chunkwise_backward(dh, d_final, q, k, v, states, h, denominator, slope, gates: ChunkGates, block: int):
+def chunkwise_backward(dh, d_final, q, k, v, states, h, denominator, slope, gates: ChunkGates, scale: float,
+                       block: int):
     """dq, dk, dv (N, L, DH), di, d_log_f_cum (N, L) and the joined start-state gradient (BH, DH + 1, DH).
 
     Chunked tensors are flat over N = BH * NC chunks; states (N, DH + 1, DH) enter the chunks;
@@ -91,12 +93,11 @@ def chunkwise_backward(dh, d_final, q, k, v, states, h, denominator, slope, gate
     dq, d_slots, d_normaliser, d_log_a = _start_state_paths(
         dh, q, h, states, denominator, slope, gates, block
     )
-    decay = gates.start_weight[:, -1]  # (N,)
-    d_start = scan_state_gradients(d_slots, decay.view(BH, NC), d_final)  # (BH, DH + 1, DH)
+    d_start = scan_state_gradients(d_slots, gates.decay.view(BH, NC), d_final)  # (BH, DH + 1, DH)
     dk, dv, row_sums, column_sums, d_log_w, d_decay = _chunk_paths(
-        dq, dh, q, k, v, states, d_slots[1:], denominator, d_normaliser, gates, block
+        dq, dh, q, k, v, states, d_slots[1:], denominator, d_normaliser, gates, scale, block
     )
     di = column_sums + d_log_w  # (N, L)
     d_log_f_cum = (row_sums - column_sums).add_(d_log_a).sub_(d_log_w)  # (N, L)
-    d_log_f_cum[:, -1] += d_log_w.sum(-1) + decay * d_decay
+    d_log_f_cum[:, -1] += d_log_w.sum(-1) + gates.decay * d_decay
     return dq, dk, dv, di, d_log_f_cum, d_start

@@ -17,7 +17,9 @@ import torch
 
 from kernels.mlstm.chunking import C_part, blocks, join_state, merge_chunks, n_part, scan_states, split_into_chunks
 from kernels.mlstm.chunkwise_backward import chunkwise_backward
-from kernels.mlstm.chunkwise_gates import ChunkGates, chunk_gates, gate_matrix, normaliser_slope
+from kernels.mlstm.chunkwise_gates import (
+    ChunkGates, chunk_gates, gate_dtype, gate_matrix, gated_scores, normaliser_slope,
+)
 from kernels.mlstm.gates import MLSTMState
 
 BLOCK_ELEMENTS = 2**18  # size of one L x L workspace: a block holds this many elements per matrix
@@ -44,7 +46,7 @@ def _own_contributions(k, v, end_weight, block: int) -> torch.Tensor:
     return slots
 
 
-def _outputs(q, k, v, states, gates: ChunkGates, eps: float, block: int):
+def _outputs(q, k, v, states, gates: ChunkGates, scale: float, eps: float, block: int):
     """h (N, L, DH), the normaliser and the denominator max(|nrm|, exp(-m)) + eps (N, L) of every chunk.
 
     states (N, DH + 1, DH): the joined states entering the chunks.
@@ -55,8 +57,8 @@ def _outputs(q, k, v, states, gates: ChunkGates, eps: float, block: int):
     gate_workspace, c_tilde_workspace = (q.new_empty(min(block, N), L, L) for _ in range(2))
     for b in blocks(N, block):
         size = b.stop - b.start
-        D = gate_matrix(gates.column_log2[b], gates.row_log2[b], out=gate_workspace[:size])  # (n, L, L)
-        c_tilde = torch.bmm(q[b], k[b].transpose(1, 2), out=c_tilde_workspace[:size]).mul_(D)  # (n, L, L)
+        D = gate_matrix(gates, b, out=gate_workspace[:size])  # (n, L, L)
+        c_tilde = gated_scores(q[b], k[b], D, scale, out=c_tilde_workspace[:size])  # (n, L, L)
         a = gates.start_weight[b]  # (n, L)
         numerator = torch.bmm(q[b], C_part(states[b]), out=h[b]).mul_(a.unsqueeze(2))  # (n, L, DH)
         numerator.baddbmm_(c_tilde, v[b])
@@ -71,8 +73,8 @@ class ChunkwiseMLSTM(torch.autograd.Function):
     """h, final C, n and m of the chunkwise mLSTM over padded, chunked inputs.
 
     q, k, v: (B, NH, NC, L, DH) with k unscaled; i, log_f_cum: (B, NH, NC, L) with log_f_cum summed
-    within chunks; C0 (B, NH, DH, DH), n0 (B, NH, DH), m0 (B, NH) the start state (m0 without
-    gradient); ``scale`` multiplies q.k.
+    within chunks, in the gate dtype (``chunkwise_gates.gate_dtype``); C0 (B, NH, DH, DH), n0 (B, NH, DH),
+    m0 (B, NH) the start state (m0 without gradient); ``scale`` multiplies q.k.
     """
 
     @staticmethod
@@ -83,13 +85,13 @@ class ChunkwiseMLSTM(torch.autograd.Function):
         q, k, v = (x.reshape(N, L, DH) for x in (q, k, v))
         block = block_size(L, DH)
         slots = _own_contributions(k, v, gates.end_weight, block)  # (N + 1, DH + 1, DH)
-        decay = gates.start_weight[:, -1].view(BH, NC)  # (BH, NC)
+        decay = gates.decay.view(BH, NC)  # (BH, NC)
         final = scan_states(slots, decay, join_state(C0, n0).reshape(BH, DH + 1, DH))  # (BH, DH + 1, DH)
         states = slots[:N]  # (N, DH + 1, DH) entering the chunks
-        h, normaliser, denominator = _outputs(q, k, v, states, gates, eps, block)
+        h, normaliser, denominator = _outputs(q, k, v, states, gates, scale, eps, block)
         slope = normaliser_slope(normaliser, gates.row_stabiliser)  # (N, L)
         ctx.save_for_backward(q, k, v, states, h, denominator, slope, *gates)
-        ctx.block = block
+        ctx.block, ctx.scale, ctx.gate_dtype = block, scale, log_f_cum.dtype
         m_final = m_final.reshape(B, NH)
         ctx.mark_non_differentiable(m_final)
         C_final = C_part(final).reshape(B, NH, DH, DH).contiguous()  # (B, NH, DH, DH)
@@ -99,18 +101,19 @@ class ChunkwiseMLSTM(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, dh, dC_final, dn_final, _dm_final):
-        q, k, v, states, h, denominator, slope, *gates = ctx.saved_tensors
+        q, k, v, states, h, denominator, slope, *gate_fields = ctx.saved_tensors
+        gates = ChunkGates(*gate_fields)
         B, NH, NC, L, DH = dh.shape
         BH, N = B * NH, B * NH * NC
         d_final = join_state(dC_final, dn_final).reshape(BH, DH + 1, DH)
         dq, dk, dv, di, d_log_f_cum, d_start = chunkwise_backward(
-            dh.reshape(N, L, DH), d_final, q, k, v, states, h, denominator, slope, ChunkGates(*gates), ctx.block
+            dh.reshape(N, L, DH), d_final, q, k, v, states, h, denominator, slope, gates, ctx.scale, ctx.block
         )
         chunked = (B, NH, NC, L)
         return (
             dq.view(*chunked, DH), dk.view(*chunked, DH), dv.view(*chunked, DH), di.view(chunked),
-            d_log_f_cum.view(chunked), C_part(d_start).reshape(B, NH, DH, DH), n_part(d_start).reshape(B, NH, DH),
-            None, None, None,
+            d_log_f_cum.view(chunked).to(ctx.gate_dtype),
+            C_part(d_start).reshape(B, NH, DH, DH), n_part(d_start).reshape(B, NH, DH), None, None, None,
         )
 
 
@@ -125,6 +128,7 @@ def chunkwise_fast(q, k, v, i, log_f, start: MLSTMState, *, return_state, eps, c
             return chunkwise_fast(q, k, v, i, log_f, MLSTMState(*start), return_state=return_state, eps=eps,
                                   chunk_size=chunk_size)
     S, DH = q.shape[-2:]
+    log_f = log_f.to(gate_dtype(q.device))  # (B, NH, S), summed within chunks below (see chunkwise_gates)
     chunks = split_into_chunks(q, k, v, i, log_f, chunk_size)  # q, k, v (B, NH, NC, L, DH); i, log_f_cum
     h, C, n, m = ChunkwiseMLSTM.apply(*chunks, start.C, start.n, start.m, 1 / math.sqrt(DH), eps)
     h = merge_chunks(h, S)  # (B, NH, S, DH)
