@@ -1,6 +1,7 @@
 """One training run: build task data and model from a resolved config, fit with Lightning, evaluate."""
 
 import logging
+import shutil
 import time
 import warnings
 from pathlib import Path
@@ -43,6 +44,21 @@ def _logger(config: DictConfig, run_dir: Path):
     return loggers.WandbLogger(save_dir=run_dir, name=run_dir.name, config=OmegaConf.to_container(config))
 
 
+def _checkpoint_callbacks(checkpoints: Path) -> tuple[ModelCheckpoint, ModelCheckpoint]:
+    """The best checkpoint by validation scaled accuracy (the run's metrics come from it) and ``last.ckpt``, rewritten
+    at every validation. Lightning's own ``save_last`` beside a monitored metric is rewritten only when that metric
+    improves. The order matters: ``last.ckpt`` then holds the best callback's state after the same validation."""
+    best = ModelCheckpoint(dirpath=checkpoints, monitor="val/scaled_accuracy", mode="max", save_top_k=1)
+    latest = ModelCheckpoint(dirpath=checkpoints, filename="last", enable_version_counter=False)
+    return best, latest
+
+
+def _remove_abandoned_attempt(checkpoints: Path) -> None:
+    """Runs do not resume yet (the language-modelling issue adds resume from ``last.ckpt``): a fresh attempt starts
+    from step 0, and a killed attempt's checkpoints would otherwise stay beside the new ones, named ``-v1``."""
+    shutil.rmtree(checkpoints, ignore_errors=True)
+
+
 def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     """Train one run into ``run_dir`` (logs, metrics.csv, checkpoints) and return its final metrics: validation and
     test metrics of the checkpoint with the best validation scaled accuracy."""
@@ -64,10 +80,11 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
         max_steps=config.trainer.max_steps,
     )
     callbacks = [StepProgressBar()]  # a bar at a terminal, a line every 30 s in a sweep worker's log
+    checkpoints = run_dir / "checkpoints"
     if config.trainer.checkpoint:
-        callbacks.append(ModelCheckpoint(
-            dirpath=run_dir / "checkpoints", monitor="val/scaled_accuracy", mode="max", save_last=True, save_top_k=1,
-        ))
+        _remove_abandoned_attempt(checkpoints)
+        best, latest = _checkpoint_callbacks(checkpoints)
+        callbacks += [best, latest]
     if config.debug.fail_after_steps is not None:
         callbacks.append(FailAfterSteps(config.debug.fail_after_steps))
     trainer = L.Trainer(
@@ -88,10 +105,13 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     )
     started = time.perf_counter()
     trainer.fit(module, datamodule=data)
-    checkpoint = "best" if config.trainer.checkpoint else None
+    best_checkpoint = None
+    if config.trainer.checkpoint:
+        trainer.save_checkpoint(checkpoints / "last.ckpt")  # the steps since the last validation
+        best_checkpoint = best.best_model_path
     metrics = {}
     for evaluate in (trainer.validate, trainer.test):
-        for result in evaluate(module, datamodule=data, ckpt_path=checkpoint, verbose=False):
+        for result in evaluate(module, datamodule=data, ckpt_path=best_checkpoint, verbose=False):
             metrics.update({name: float(value) for name, value in result.items()})
     metrics["train/steps"] = float(trainer.global_step)
     metrics["train/seconds"] = time.perf_counter() - started
