@@ -35,7 +35,7 @@ def test_sweep_trains_records_and_reports(tmp_path):
     stem = outcome.paths[0].stem
     assert stem.startswith("sweep-fixture-")  # an ablation's report does not overwrite the artifact's
     table = pd.read_csv(reports / "smoke" / f"{stem}.csv")
-    assert list(table.columns) == ["model", "task", "metric", "ours", "std", "paper", "runs", "note"]
+    assert list(table.columns) == ["model", "task", "metric", "ours", "std", "min", "max", "paper", "runs", "solved", "note"]
     done = table[table["runs"] > 0]
     assert sorted(done["model"]) == ["xlstm_0_1", "xlstm_1_0"] and (done["task"] == "parity").all()
     missing = table[table["runs"] == 0]
