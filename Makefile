@@ -40,7 +40,6 @@ bench: $(INSTALLED)
 # (results/reports/parity/). Hours of CPU; finished runs are cached, so a rerun trains only what is missing.
 # PARITY_FLAGS: options of `python -m benchmarks.training_parity --help`, e.g. --task parity.
 parity: $(INSTALLED)
-	$(PYTHON) -m pip install --quiet -e ".[test,bench]"
 	$(PYTHON) -m benchmarks.training_parity $(PARITY_FLAGS)
 
 clean:

@@ -44,7 +44,6 @@ def test_a_rerun_trains_only_the_runs_missing_from_the_cache(tmp_path, capsys):
 
 
 def test_the_report_gives_both_distributions_and_the_rank_test(tmp_path):
-    pytest.importorskip("scipy", reason="the rank test needs the bench extra")
     check = parity_check(tmp_path, seeds=[0, 1, 2, 3, 4])
     runs = run(check, [])
     report = parity.report_markdown(check, runs, parity.read_cache(check.cache), {"xlstm_0_1": ["- parameters: 1"]})
@@ -57,7 +56,6 @@ def test_the_report_gives_both_distributions_and_the_rank_test(tmp_path):
 
 
 def test_overlapping_runs_are_not_distinguishable_and_missing_runs_are_counted(tmp_path):
-    pytest.importorskip("scipy", reason="the rank test needs the bench extra")
     same = {"ours": [0.2, 0.9], "official": [0.9, 0.2]}
     parity.run_missing(parity.planned_runs(parity_check(tmp_path, seeds=[0, 1])), tmp_path / "parity.runs.csv",
                        fake_train([], same))
