@@ -2,8 +2,9 @@
 
 A finding quotes the paper, selects cells (``where``, e.g. the Parity task), sets what counts as solved
 (``threshold`` on the reported metric) and says which models the paper finds solving the task and which not
-(``expect: {solved: [...], unsolved: [...]}``). A model is solved in ours when its value reaches the threshold in
-every selected cell.
+(``expect: {solved: [...], unsolved: [...]}``). Ours is judged run by run, since at small scales one seed is one
+draw: a model's runs in the selected cells (every seed of the chosen learning rate) are solved when all of them reach
+the threshold, unsolved when none does, and mixed otherwise, which agrees with the paper only partly.
 """
 
 from dataclasses import dataclass
@@ -36,7 +37,8 @@ def findings_of(paper: dict) -> list[Finding]:
 
 def check(finding: Finding, table: pd.DataFrame) -> pd.DataFrame:
     """One row per model the finding names: ``paper`` (solved / unsolved), ``ours`` (solved / unsolved / mixed, or
-    why there is no value), our values on the selected cells, and ``agrees`` (True, False, or None without values)."""
+    why there is no value), ``values`` (the model's runs in the selected cells), ``solved_runs`` (how many of them
+    reach the threshold) and ``agrees`` ("yes", "no", "partly" for mixed, or None without values)."""
     selected = table
     for key, value in finding.where.items():
         selected = selected[selected[key] == value]
@@ -44,13 +46,17 @@ def check(finding: Finding, table: pd.DataFrame) -> pd.DataFrame:
     for expectation, models in finding.expect.items():
         for model in models:
             cells = selected[selected["model"] == model]
-            values = cells["ours"].dropna()
-            ours = outcome(values, finding.threshold) if len(values) else (NOT_FINISHED if len(cells) else NOT_IN_GRID)
-            rows.append({"model": model, "paper": expectation, "ours": ours, "values": list(values),
-                         "agrees": ours == expectation if len(values) else None})
-    return pd.DataFrame(rows, columns=["model", "paper", "ours", "values", "agrees"])
+            values = [value for cell_values in cells["values"] for value in cell_values]
+            solved_runs = sum(value >= finding.threshold for value in values)
+            ours = outcome(solved_runs, len(values)) if values else (NOT_FINISHED if len(cells) else NOT_IN_GRID)
+            rows.append({"model": model, "paper": expectation, "ours": ours, "values": values, "solved_runs": solved_runs,
+                         "agrees": agreement(expectation, ours) if values else None})
+    return pd.DataFrame(rows, columns=["model", "paper", "ours", "values", "solved_runs", "agrees"])
 
 
-def outcome(values: pd.Series, threshold: float) -> str:
-    solved = values >= threshold
-    return "solved" if solved.all() else ("unsolved" if not solved.any() else "mixed")
+def outcome(solved_runs: int, runs: int) -> str:
+    return "solved" if solved_runs == runs else ("unsolved" if solved_runs == 0 else "mixed")
+
+
+def agreement(expectation: str, ours: str) -> str:
+    return "yes" if ours == expectation else ("partly" if ours == "mixed" else "no")

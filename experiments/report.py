@@ -55,7 +55,7 @@ def paper_values(artifact: Artifact, metric: str) -> pd.DataFrame | None:
 
 def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
     """One row per reported cell, missing and unavailable cells included: model, cell keys, metric, ours, std,
-    paper, runs, note."""
+    paper, runs, note, and the chosen runs' values (empty without finished runs)."""
     report, selection = artifact.report, artifact.selection
     cells, metric = list(report["cells"]), report["metric"]
     done = runs[runs["status"] == "done"]
@@ -63,7 +63,7 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
         done, cells=cells, choose=list(selection.get("choose", [])), average=list(selection.get("average", [])),
         select_metric=selection["metric"], mode=selection["mode"], report_metric=metric,
         solved_at=report.get("solved_at"),
-    ) if len(done) else pd.DataFrame(columns=[*cells, "ours", "std", "min", "max", "runs", "solved"])
+    ) if len(done) else pd.DataFrame(columns=[*cells, "ours", "std", "min", "max", "runs", "solved", "values"])
     every_cell = runs.groupby(cells, sort=False, dropna=False).agg(
         unavailable=("unavailable", "first"), planned=("status", "size"),
         finished=("status", lambda status: int((status == "done").sum())),
@@ -71,6 +71,7 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
     table = every_cell.merge(selected, on=cells, how="left")
     table["runs"] = table["runs"].fillna(0).astype(int)
     table["solved"] = table["solved"].astype("Int64")
+    table["values"] = [values if isinstance(values, tuple) else () for values in table["values"]]
     table["note"] = [
         f"not available: {unavailable}" if isinstance(unavailable, str)
         else ("" if finished == planned else f"{planned - finished} of {planned} runs missing")
@@ -82,7 +83,7 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
         table = table.merge(paper[[*cells, "paper"]], on=cells, how="left")
     else:
         table["paper"] = float("nan")
-    return table[[*cells, "metric", "ours", "std", "min", "max", "paper", "runs", "solved", "note"]]
+    return table[[*cells, "metric", "ours", "std", "min", "max", "paper", "runs", "solved", "note", "values"]]
 
 
 def _task_groups(tasks: list[str]) -> dict[str, str]:
@@ -155,7 +156,7 @@ def write_files(artifact: Artifact, planned: Sequence[PlannedRun], runs: pd.Data
         if artifact.report["kind"] == "heatmap":
             save(heatmap(artifact, table, figure_title(artifact, planned, scale)), staged)
             figure_name = stem.with_suffix(".png").name
-        staged.with_suffix(".csv").write_text(table.to_csv(index=False))
+        staged.with_suffix(".csv").write_text(table.drop(columns="values").to_csv(index=False))  # runs.csv has them
         staged.with_suffix(".md").write_text(markdown(artifact, planned, table, scale, figure_name, extra_overrides,
                                                       findings_of(artifact.paper)))
         published = publish(staging, stem.parent)

@@ -81,18 +81,22 @@ def finding_markdown(finding: Finding, table: pd.DataFrame, metric: str) -> str:
     lines = [
         f"> {finding.quote}", ">", f"> -- the paper, {finding.source}", "",
         f"Solved means {metric} >= {finding.threshold:g}{f' on {where}' if where else ' on every cell'} "
-        "(our threshold; the paper states none).", "",
-        "| model | paper | ours | our values | agrees |", "| --- | --- | --- | --- | --- |",
+        "(our threshold; the paper states none), judged run by run: a model is solved when all its runs are, "
+        "unsolved when none is, mixed otherwise.", "",
+        "| model | paper | ours | runs solved | our values | agrees |", "| --- | --- | --- | --- | --- | --- |",
     ]
     for row in checked.itertuples():
         values = ", ".join(f"{value:.3f}" for value in row.values)
-        agrees = {True: "yes", False: "**no**", None: "-"}[row.agrees]
-        lines.append(f"| {model_name(row.model)} | {row.paper} | {row.ours} | {values} | {agrees} |")
-    run = checked[checked["agrees"].notna()]
-    if len(run):
-        differing = [model_name(model) for model in run.loc[~run["agrees"].astype(bool), "model"]]
-        lines += ["", f"Ours agrees for {len(run) - len(differing)} of the {len(run)} models with results at this scale"
-                  + (f"; it differs for {', '.join(differing)}." if differing else ".")]
+        solved = f"{row.solved_runs} of {len(row.values)}" if row.values else ""
+        agrees = "-" if pd.isna(row.agrees) else ("**no**" if row.agrees == "no" else row.agrees)
+        lines.append(f"| {model_name(row.model)} | {row.paper} | {row.ours} | {solved} | {values} | {agrees} |")
+    judged = checked[checked["agrees"].notna()]
+    if len(judged):
+        names = {verdict: [model_name(model) for model in judged.loc[judged["agrees"] == verdict, "model"]]
+                 for verdict in ("yes", "partly", "no")}
+        lines += ["", f"Ours agrees for {len(names['yes'])} of the {len(judged)} models with results at this scale"
+                  + (f"; partly (solved in some runs, not all) for {', '.join(names['partly'])}" if names["partly"] else "")
+                  + (f"; it differs for {', '.join(names['no'])}" if names["no"] else "") + "."]
     return "\n".join(lines)
 
 

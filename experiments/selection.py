@@ -10,7 +10,8 @@ def select_cells(runs: pd.DataFrame, *, cells: list[str], choose: list[str], ave
     For each cell, every combination of the ``choose`` keys (e.g. the learning rate) is scored by its
     ``select_metric`` averaged over the ``average`` keys (e.g. seeds); the best one (``mode`` max or min) is
     chosen, and the cell reports the mean of ``report_metric`` over the chosen combination's runs, their spread
-    (standard deviation, min and max), how many runs it combines and, with ``solved_at``, how many of them reach it.
+    (standard deviation, min and max), how many runs it combines and, with ``solved_at``, how many of them reach it;
+    ``values`` holds the chosen runs' own values (ascending), for judgements per run such as the paper's findings.
     """
     if mode not in ("max", "min"):
         raise ValueError(f"selection mode {mode!r} is not valid; valid choices: ['max', 'min']")
@@ -35,6 +36,7 @@ def select_cells(runs: pd.DataFrame, *, cells: list[str], choose: list[str], ave
             "max": chosen[report_metric].max(),
             "runs": len(chosen),
             "solved": int((chosen[report_metric] >= solved_at).sum()) if solved_at is not None else pd.NA,
+            "values": tuple(sorted(chosen[report_metric].dropna())),
         })
-    columns = [*cells, *(f"chosen {key}" for key in choose), "ours", "std", "min", "max", "runs", "solved"]
+    columns = [*cells, *(f"chosen {key}" for key in choose), "ours", "std", "min", "max", "runs", "solved", "values"]
     return pd.DataFrame(rows, columns=columns)

@@ -14,7 +14,7 @@ from experiments.committed_runs import committed_path, with_committed
 from experiments.display import SCALE_NOTES
 from experiments.findings import check, findings_of
 from experiments.report import cell_table, heatmap, write_report
-from experiments.report_text import cells_markdown, figure_title, markdown, title_of
+from experiments.report_text import cells_markdown, figure_title, finding_markdown, markdown, title_of
 from experiments.sweep import run_sweep
 from tests.sweep_fakes import RECORD_RUN, small_artifact
 
@@ -117,20 +117,37 @@ def test_a_committed_result_fills_in_only_runs_the_store_has_not_finished():
 
 
 def parity_table(values):
-    """A cell table of the parity column: model -> ours (None: no finished run)."""
-    return pd.DataFrame({"model": list(values), "task": "parity", "ours": [v for v in values.values()]})
+    """A cell table of the parity column: model -> its runs' values (empty: no finished run)."""
+    return pd.DataFrame({"model": list(values), "task": "parity", "values": [tuple(runs) for runs in values.values()]})
 
 
-def test_a_finding_is_checked_model_by_model():
+def test_a_finding_is_checked_model_by_model_and_run_by_run():
     finding, = findings_of(load_artifact("formal-main").paper)
-    checked = check(finding, parity_table({"lstm": 1.0, "xlstm_0_1": 0.95, "xlstm_1_1": 0.2, "llama": 0.01,
-                                           "xlstm_1_0": 0.97, "lstm_block": None})).set_index("model")
-    assert checked.loc["lstm", "ours"] == "solved" and checked.loc["lstm", "agrees"]
-    assert checked.loc["xlstm_1_1", "ours"] == "unsolved" and checked.loc["xlstm_1_1", "agrees"] is False
-    assert checked.loc["llama", "ours"] == "unsolved" and checked.loc["llama", "agrees"]
-    assert checked.loc["xlstm_1_0", "ours"] == "solved" and not checked.loc["xlstm_1_0", "agrees"]
-    assert checked.loc["lstm_block", "ours"] == "no finished run" and checked.loc["lstm_block", "agrees"] is None
+    checked = check(finding, parity_table({"lstm": [1.0, 0.95, 0.9], "xlstm_0_1": [0.3, 0.95, 1.0], "xlstm_1_1": [0.2],
+                                           "llama": [0.01, 0.02, 0.5], "xlstm_1_0": [0.97, 0.89], "retnet": [0.91, 0.93],
+                                           "lstm_block": []})).set_index("model")
+    assert checked.loc["lstm", "ours"] == "solved" and checked.loc["lstm", "agrees"] == "yes"
+    assert checked.loc["xlstm_0_1", "ours"] == "mixed" and checked.loc["xlstm_0_1", "agrees"] == "partly"
+    assert checked.loc["xlstm_0_1", "solved_runs"] == 2
+    assert checked.loc["xlstm_1_1", "ours"] == "unsolved" and checked.loc["xlstm_1_1", "agrees"] == "no"
+    assert checked.loc["llama", "ours"] == "unsolved" and checked.loc["llama", "agrees"] == "yes"
+    assert checked.loc["xlstm_1_0", "ours"] == "mixed" and checked.loc["xlstm_1_0", "agrees"] == "partly"
+    assert checked.loc["retnet", "ours"] == "solved" and checked.loc["retnet", "agrees"] == "no"
+    assert checked.loc["lstm_block", "ours"] == "no finished run" and pd.isna(checked.loc["lstm_block", "agrees"])
     assert checked.loc["mamba", "ours"] == "not in this scale's grid"
+
+
+def test_a_finding_page_counts_the_runs_that_solve(formal_main_smoke):
+    artifact, runs = formal_main_smoke
+    finding, = findings_of(artifact.paper)
+    table = parity_table({"lstm": [1.0, 0.95, 0.9], "xlstm_0_1": [0.3, 0.95, 1.0], "llama": [0.01, 0.2, 0.5],
+                          "xlstm_1_1": []})
+    page = finding_markdown(finding, table, "test/scaled_accuracy")
+    assert "| xLSTM[0:1] | solved | mixed | 2 of 3 | 0.300, 0.950, 1.000 | partly |" in page
+    assert "| Llama | unsolved | unsolved | 0 of 3 | 0.010, 0.200, 0.500 | yes |" in page
+    assert "| xLSTM[1:1] | solved | no finished run |  |  | - |" in page
+    assert "Ours agrees for 2 of the 3 models with results at this scale; partly (solved in some runs, not all) " \
+           "for xLSTM[0:1]." in page
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +184,7 @@ def test_the_page_uses_the_papers_names_and_says_the_paper_prints_no_number(form
     assert cells.count("no number¹") == len(table) and "¹ Figure 4 is an image" in cells
     page = markdown(artifact, runs, table, "smoke", None, [], findings_of(artifact.paper))
     assert "> Models such as Transformers or State Space Models without memory mixing" in page
-    assert "| Retention | unsolved | unsolved | 0.500 | yes |" in page
+    assert "| Retention | unsolved | unsolved | 0 of 1 | 0.500 | yes |" in page
 
 
 def test_the_colour_scale_covers_scaled_accuracy_from_minus_one_to_one(formal_main_smoke):
