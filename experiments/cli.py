@@ -9,7 +9,7 @@ from experiments.configuration import ConfigError
 
 
 def _add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    """Here rather than in experiments.report: parsing must not import pandas and matplotlib."""
+    """Here rather than in experiments.report: parsing must not import the plotting stack."""
     parser.add_argument("artifact", help="a paper artifact (see `xlstm-suite list`) or 'all'")
     add_scale_argument(parser)
     parser.add_argument("--force", action="store_true",
@@ -54,10 +54,11 @@ def main(argv: list[str] | None = None) -> int:
             from experiments.status import list_command
 
             return list_command(arguments)
-        from experiments.artifacts import load_artifact
+        from experiments.artifacts import known_artifacts, load_artifact
 
-        if arguments.artifact != "all":  # a bad name fails before pandas and matplotlib are imported
-            load_artifact(arguments.artifact)
+        # a bad name or value fails before the plotting stack is imported (planning validates every run)
+        for name in known_artifacts() if arguments.artifact == "all" else [arguments.artifact]:
+            load_artifact(name).runs(arguments.scale, arguments.overrides)
         from experiments.report import report_command
 
         return report_command(arguments)

@@ -184,3 +184,13 @@ def test_the_sweep_command_rejects_an_inconsistent_config_before_importing_torch
     assert result.returncode == 0, result.stderr
     assert "=30 must be divisible by" in result.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_the_report_command_rejects_a_bad_value_before_importing_the_plotting_stack():
+    check = ("\nloaded = sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'seaborn', 'scipy'))"
+             "\nassert not loaded, loaded")
+    code = ("import sys\nfrom experiments.cli import main\n"
+            "assert main(['report', 'formal-main', '--scale', 'mini', 'model.embedding_dim=abc']) == 2")
+    result = subprocess.run([sys.executable, "-c", code + check], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "model.embedding_dim='abc' must be an integer" in result.stderr
