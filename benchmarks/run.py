@@ -4,11 +4,13 @@
 
 Every row times ours and its peer interleaved (medians of --repeats rounds, after a warm-up round) and prints
 the ratio (> 1: ours better; time and memory: peer / ours, rates: ours / peer) and, where the issue sets one,
-the target ratio and whether it is met. Results also go to results/reports/benchmarks.csv.
+the target ratio and whether it is met. Results also go to results/reports/benchmarks.csv, one row per comparison
+with its section: a run of some sections (--only) replaces only their rows.
 """
 
 import argparse
 import math
+from pathlib import Path
 
 import pandas as pd
 import torch
@@ -43,6 +45,21 @@ def comparisons(section: str, quick: bool, repeats: int, matmul_peak: float):
     return model_benchmarks.generation_comparisons(128 if quick else 1024, repeats)
 
 
+def with_other_sections(table: pd.DataFrame, destination: Path) -> pd.DataFrame:
+    """``table`` (the sections just run) with the rows of every other section already in ``destination``, in
+    SECTIONS order: a run of some sections never drops the results of the others."""
+    if not destination.exists():
+        return table
+    existing = pd.read_csv(destination, dtype=str, keep_default_na=False)
+    if "section" not in existing.columns:
+        raise SystemExit(f"{destination} has no section column (written before sections were recorded): move it "
+                         "aside or run every section")
+    kept = existing[~existing["section"].isin(table["section"])]
+    merged = pd.concat([kept, table.astype(object).where(table.notna(), "")], ignore_index=True)
+    order = merged["section"].map({name: index for index, name in enumerate(SECTIONS)})
+    return merged.iloc[order.argsort(kind="stable")]
+
+
 def show(table: pd.DataFrame, console: Console) -> None:
     view = Table(title="ours vs peers (xlstm==2.0.6, mlstm_kernels==2.0.6, transformers; medians, interleaved)")
     for column in table.columns:
@@ -67,14 +84,14 @@ def main(argv=None) -> int:
     rows = []
     for section in arguments.only:
         console.print(f"[bold]{section}[/bold] ...")
-        rows += [row.as_row() for row in comparisons(section, arguments.quick, repeats, peak)]
+        rows += [{"section": section} | row.as_row() for row in comparisons(section, arguments.quick, repeats, peak)]
     table = pd.DataFrame(rows)
     show(table, console)
     missed = table[table["met"] == "NO"]
     console.print(f"targets met: {(table['met'] == 'yes').sum()} of {(table['met'] != '').sum()}"
                   + (f"; missed: {', '.join(missed['benchmark'] + ' ' + missed['shape'])}" if len(missed) else ""))
     destination = REPORTS / ("benchmarks-quick.csv" if arguments.quick else "benchmarks.csv")
-    write_text_atomic(destination, table.to_csv(index=False))
+    write_text_atomic(destination, with_other_sections(table, destination).to_csv(index=False))
     console.print(f"wrote {destination}")
     return 0
 
