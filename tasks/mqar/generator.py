@@ -26,7 +26,7 @@ import numpy as np
 from tasks.mqar.config import layout_problems
 from tasks.spec import IGNORE_INDEX
 
-CHUNK = 8192  # samples drawn at once: bounds the memory of the (CHUNK, S) gap weights; part of the data's definition
+CHUNK = 8192  # samples drawn at once: bounds the memory of the (CHUNK, S) race times; part of the data's definition
 
 
 @dataclass(frozen=True)
@@ -74,14 +74,14 @@ def generate(vocab_size: int, context_length: int, num_kv_pairs: int, power_a: f
     dtype = np.int16 if vocab_size <= np.iinfo(np.int16).max else np.int32  # tokens and gaps (< L < V)
     half = vocab_size // 2
     slots = (context_length - 2 * num_kv_pairs) // 2
-    parts = [], [], []
+    keys, values, gaps = [], [], []
     for start in range(0, samples, CHUNK):
         rows = min(CHUNK, samples - start)
-        parts[0].append(distinct_uniform(rng, 1, half, num_kv_pairs, rows).astype(dtype))
-        parts[1].append(distinct_uniform(rng, half, vocab_size, num_kv_pairs, rows).astype(dtype))
-        parts[2].append(power_law_gaps(rng, slots, num_kv_pairs, power_a, rows).astype(dtype))
-    keys, values, gaps = (np.concatenate(part) for part in parts)
-    return MQARSet(vocab_size, context_length, keys, values, gaps, fill_seed)
+        keys.append(distinct_uniform(rng, 1, half, num_kv_pairs, rows).astype(dtype))
+        values.append(distinct_uniform(rng, half, vocab_size, num_kv_pairs, rows).astype(dtype))
+        gaps.append(power_law_gaps(rng, slots, num_kv_pairs, power_a, rows).astype(dtype))
+    return MQARSet(vocab_size, context_length, np.concatenate(keys), np.concatenate(values), np.concatenate(gaps),
+                   fill_seed)
 
 
 def distinct_uniform(rng: np.random.Generator, low: int, high: int, count: int, rows: int) -> np.ndarray:
