@@ -8,9 +8,8 @@ from torchmetrics import MeanMetric
 
 from experiments.schedules import warmup_cosine_factor
 from models.optim_groups import weight_decay_groups
-from tasks.spec import TaskSpec
+from tasks.spec import IGNORE_INDEX, TaskSpec
 
-IGNORE_INDEX = -100
 SPLITS = ("val", "test")
 
 

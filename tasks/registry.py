@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tasks.formal_languages.config import FormalLanguageTaskConfig
+from tasks.mqar.config import MQARTaskConfig
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class TaskFamily:
 
 TASK_FAMILIES = {
     "formal_language": TaskFamily(FormalLanguageTaskConfig, "tasks.formal_languages.data:build_datamodule"),
+    "mqar": TaskFamily(MQARTaskConfig, "tasks.mqar.data:build_datamodule"),
 }
 
 

@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass
 
+IGNORE_INDEX = -100  # target of positions that are not scored (torch's cross-entropy default)
+
 
 @dataclass(frozen=True)
 class TaskSpec:

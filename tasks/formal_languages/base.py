@@ -14,11 +14,10 @@ import abc
 
 import numpy as np
 
-from tasks.spec import TaskSpec
+from tasks.spec import IGNORE_INDEX, TaskSpec
 
 PAD = "[PAD]"
 ACT = "[ACT]"
-IGNORE_INDEX = -100  # target of positions that are not scored (torch's cross-entropy default)
 
 GROUPS = ("regular", "deterministic_context_free", "context_sensitive", "counting")
 

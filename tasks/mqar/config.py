@@ -1,0 +1,43 @@
+"""The task config of an MQAR run (configs/task/mqar.yaml): typed and bounded fields, checked without torch (and
+without numpy) by experiments' config validation; the generator runs the same checks before it draws anything."""
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+def layout_problems(vocab_size: int, context_length: int, num_kv_pairs: int) -> list[str]:
+    """Why (V, L, KV) gives no MQAR sequence (Arora et al. 2023's asserts), one message per problem."""
+    problems = []
+    if context_length % 2:
+        problems.append(f"context_length={context_length} must be even (the queries take two positions each); "
+                        f"valid: {context_length - 1} or {context_length + 1}")
+    if vocab_size <= context_length:
+        problems.append(f"vocab_size={vocab_size} must be > context_length={context_length}; "
+                        f"valid: vocab_size >= {context_length + 1}")
+    if 4 * num_kv_pairs > context_length:
+        problems.append(f"num_kv_pairs={num_kv_pairs} is too many for context_length={context_length}: "
+                        f"4 * num_kv_pairs <= context_length, valid: 1 <= num_kv_pairs <= {context_length // 4}")
+    return problems
+
+
+@dataclass
+class MQARTaskConfig:
+    """Samples of ``context_length`` tokens: ``num_kv_pairs`` key-value pairs, then their queries at power-law gaps
+    (exponent ``power_a``); the other positions hold zeros, or random tokens with ``random_non_queries``.
+    Training, validation and test sets are fixed, drawn from ``data_seed`` (the same for every model) with
+    disjoint seeds."""
+
+    name: Literal["mqar"]
+    family: Literal["mqar"]
+    vocab_size: int  # bounded by layout_problems: > context_length
+    context_length: int = field(metadata={"at_least": 4})
+    num_kv_pairs: int = field(metadata={"at_least": 1})
+    power_a: float = field(metadata={"above": 0})
+    random_non_queries: bool
+    data_seed: int = field(metadata={"at_least": 0})
+    train_samples: int = field(metadata={"at_least": 1})
+    val_samples: int = field(metadata={"at_least": 1})
+    test_samples: int = field(metadata={"at_least": 1})
+
+    def problems(self) -> list[str]:
+        return layout_problems(self.vocab_size, self.context_length, self.num_kv_pairs)
