@@ -27,6 +27,11 @@ def compose_run_config(overrides: list[str]) -> DictConfig:
     return resolve_run_config(compose_unresolved(overrides), overrides)
 
 
+def task_config(name: str) -> dict:
+    """The task config ``task=<name>`` composes to, resolved, as a plain mapping."""
+    return OmegaConf.to_container(compose_run_config([f"task={name}"]).task, resolve=True)
+
+
 def resolve_run_config(config: DictConfig, overrides: list[str]) -> DictConfig:
     """``config`` (composed from ``overrides``) with its interpolations resolved, in place."""
     try:

@@ -15,6 +15,7 @@ from rich.console import Console
 
 from experiments.artifacts import Artifact, PlannedRun, known_artifacts, load_artifact
 from experiments.committed_runs import committed_path, per_run_rows, read_committed, with_committed, write_committed
+from experiments.configuration import task_config
 from experiments.display import metric_scale, model_name
 from experiments.figures import grouped_heatmap, save
 from experiments.findings import findings_of
@@ -23,6 +24,7 @@ from experiments.report_text import figure_title, markdown
 from experiments.run_store import runs_frame
 from experiments.selection import select_cells
 from experiments.staging import publish, staging_folder, terminate_as_exit
+from tasks.registry import task_spec
 
 MISSING, NOT_AVAILABLE = "missing", "n/a"
 
@@ -87,9 +89,8 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _task_groups(tasks: list[str]) -> dict[str, str]:
-    from tasks.formal_languages import get_task
-
-    return {task: get_task(task).group for task in tasks}
+    """Each task's group (of its spec, which its family in the task registry gives)."""
+    return {task: task_spec(task_config(task)).group for task in tasks}
 
 
 def heatmap(artifact: Artifact, table: pd.DataFrame, title: str):

@@ -1,4 +1,5 @@
-"""Task families by name (a task config's ``family``): the torch-free schema of its config and its datamodule.
+"""Task families by name (a task config's ``family``): the torch-free schema of its config, the task's spec and its
+datamodule.
 
 Adding a family touches its folder, its configs and one entry here.
 """
@@ -9,15 +10,21 @@ from typing import Any
 
 from tasks.formal_languages.config import FormalLanguageTaskConfig
 from tasks.mqar.config import MQARTaskConfig
+from tasks.spec import TaskSpec
 
 
 @dataclass(frozen=True)
 class TaskFamily:
-    """``config``: the dataclass schema of the family's task configs; ``datamodule``: ``module:function`` that
-    builds its LightningDataModule from a config of that schema and the batch size (imported only to train)."""
+    """``config``: the dataclass schema of the family's task configs, with ``problems()`` (checks across its fields,
+    one message each) and ``spec()`` (the task's TaskSpec), both without torch; ``datamodule``: ``module:function``
+    that builds its LightningDataModule from a config of that schema and the batch size (imported only to train)."""
 
     config: type
     datamodule: str
+
+    def spec(self, task: dict[str, Any]) -> TaskSpec:
+        """The TaskSpec of a task config of this family (a plain mapping), without torch."""
+        return self.config(**task).spec()
 
     def build_datamodule(self, task: dict[str, Any], batch_size: int):
         module, name = self.datamodule.split(":")
@@ -34,3 +41,8 @@ def task_family(name: str) -> TaskFamily:
     if name not in TASK_FAMILIES:
         raise ValueError(f"unknown task family {name!r}; valid choices: {sorted(TASK_FAMILIES)}")
     return TASK_FAMILIES[name]
+
+
+def task_spec(task: dict[str, Any]) -> TaskSpec:
+    """The TaskSpec of a resolved task config (its ``family`` picks the family), without torch."""
+    return task_family(task.get("family")).spec(task)

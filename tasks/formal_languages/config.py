@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tasks.formal_languages.registry import FORMAL_LANGUAGE_TASKS, get_task
+from tasks.spec import TaskSpec
 
 
 @dataclass
@@ -20,6 +21,9 @@ class FormalLanguageTaskConfig:
     data_seed: int = field(metadata={"at_least": 0})
     val_samples: int = field(metadata={"at_least": 1})
     test_samples: int = field(metadata={"at_least": 1})
+
+    def spec(self) -> TaskSpec:
+        return get_task(self.name).spec
 
     def problems(self) -> list[str]:
         shortest = get_task(self.name).min_length

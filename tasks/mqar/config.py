@@ -4,6 +4,8 @@ without numpy) by experiments' config validation; the generator runs the same ch
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tasks.spec import TaskSpec
+
 
 def layout_problems(vocab_size: int, context_length: int, num_kv_pairs: int) -> list[str]:
     """Why (V, L, KV) gives no MQAR sequence (Arora et al. 2023's asserts), one message per problem."""
@@ -38,6 +40,12 @@ class MQARTaskConfig:
     train_samples: int = field(metadata={"at_least": 1})
     val_samples: int = field(metadata={"at_least": 1})
     test_samples: int = field(metadata={"at_least": 1})
+
+    def spec(self) -> TaskSpec:
+        """Accuracy of guessing: 1 / (number of value tokens). Every target is a value token, and a guess that
+        does not recall the pairs has no better choice among them."""
+        return TaskSpec(name="mqar", input_kind="tokens", input_size=self.vocab_size, num_classes=self.vocab_size,
+                        random_accuracy=1 / (self.vocab_size - self.vocab_size // 2), group="associative recall")
 
     def problems(self) -> list[str]:
         return layout_problems(self.vocab_size, self.context_length, self.num_kv_pairs)

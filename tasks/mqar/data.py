@@ -83,11 +83,7 @@ class MQARDataModule(lightning.LightningDataModule):
 
     @property
     def spec(self) -> TaskSpec:
-        """Accuracy of guessing: 1 / (number of value tokens). Every target is a value token, and a guess that
-        does not recall the pairs has no better choice among them."""
-        vocab_size = self.config.vocab_size
-        return TaskSpec(name="mqar", input_kind="tokens", input_size=vocab_size, num_classes=vocab_size,
-                        random_accuracy=1 / (vocab_size - vocab_size // 2), group="associative recall")
+        return self.config.spec()
 
     def train_dataloader(self) -> DataLoader:
         samples = mqar_set(self.config, TRAIN_STREAM, self.config.train_samples)
