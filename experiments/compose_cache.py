@@ -2,9 +2,10 @@
 in seconds rather than composing hundreds of configs again.
 
 An entry is keyed by the overrides and a fingerprint of everything a compose reads: every file of the Hydra tree
-(configs/) and the Hydra and OmegaConf versions. Editing any config file, or upgrading either library, starts a
-fresh key, so an entry is never stale. Folder: $XLSTM_SUITE_COMPOSE_CACHE, else $XDG_CACHE_HOME/xlstm-suite/
-compose (default ~/.cache/...); XLSTM_SUITE_COMPOSE_CACHE=off switches the cache off.
+(configs/, and the $XLSTM_SUITE_CONFIGS folders) and the Hydra and OmegaConf versions. Editing any config file, or
+upgrading either library, starts a fresh key, so an entry is never stale. Folder: $XLSTM_SUITE_COMPOSE_CACHE,
+else $XDG_CACHE_HOME/xlstm-suite/compose (default ~/.cache/...); XLSTM_SUITE_COMPOSE_CACHE=off switches the cache
+off.
 """
 
 import functools
@@ -19,7 +20,7 @@ import omegaconf
 from omegaconf import DictConfig, OmegaConf
 
 from experiments.atomic import write_text_atomic
-from experiments.configuration import CONFIGS
+from experiments.configuration import CONFIGS, extra_config_folders
 
 CACHE_VARIABLE = "XLSTM_SUITE_COMPOSE_CACHE"
 
@@ -34,10 +35,14 @@ def cache_folder() -> Path | None:
 
 
 @functools.cache
-def tree_fingerprint() -> str:
+def tree_fingerprint(extra_folders: tuple[Path, ...] = ()) -> str:
+    """configs/ and the $XLSTM_SUITE_CONFIGS folders (configuration.extra_config_folders), with the versions."""
     digest = hashlib.sha256(f"hydra {hydra.__version__} omegaconf {omegaconf.__version__}".encode())
-    for path in sorted(p for p in CONFIGS.rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(CONFIGS)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for folder in (CONFIGS, *extra_folders):
+        if folder != CONFIGS:
+            digest.update(b"extra folder\0" + str(folder).encode() + b"\0")
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
@@ -45,7 +50,8 @@ def _entry(overrides: list[str]) -> Path | None:
     folder = cache_folder()
     if folder is None:
         return None
-    key = hashlib.sha256(json.dumps([tree_fingerprint(), list(overrides)]).encode()).hexdigest()
+    fingerprint = tree_fingerprint(tuple(extra_config_folders()))
+    key = hashlib.sha256(json.dumps([fingerprint, list(overrides)]).encode()).hexdigest()
     return folder / key[:2] / f"{key}.json"
 
 

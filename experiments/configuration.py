@@ -1,5 +1,9 @@
-"""Compose run configs from the Hydra tree in configs/, and check them before any compute."""
+"""Compose run configs from the Hydra tree in configs/, and check them before any compute.
 
+``XLSTM_SUITE_CONFIGS`` adds Hydra config folders (os.pathsep-separated), searched after configs/: their group
+folders add options, e.g. ``<folder>/task/<name>.yaml`` for a plugged-in task family (tasks.registry)."""
+
+import os
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
@@ -11,15 +15,22 @@ from experiments.paths import REPOSITORY_ROOT
 
 CONFIGS = REPOSITORY_ROOT / "configs"
 CONFIG_GROUPS = ("model", "task", "optim", "trainer")  # choosing one changes the config's structure
+EXTRA_CONFIGS_VARIABLE = "XLSTM_SUITE_CONFIGS"
 
 
 class ConfigError(ValueError):
     """A bad override or an inconsistent config; the message names the value and the valid choices."""
 
 
+def extra_config_folders() -> list[Path]:
+    """The folders of $XLSTM_SUITE_CONFIGS, in order."""
+    return [Path(folder).resolve() for folder in os.environ.get(EXTRA_CONFIGS_VARIABLE, "").split(os.pathsep) if folder]
+
+
 def group_choices(group: str) -> list[str]:
     """The options of a config group (``model``, ``task``, ...): its YAML files, without private ``_`` ones."""
-    return sorted(p.stem for p in (CONFIGS / group).glob("*.yaml") if not p.stem.startswith("_"))
+    return sorted({p.stem for folder in [CONFIGS, *extra_config_folders()] for p in (folder / group).glob("*.yaml")
+                   if not p.stem.startswith("_")})
 
 
 def compose_run_config(overrides: list[str]) -> DictConfig:
@@ -64,7 +75,16 @@ def compose_unresolved(overrides: list[str]) -> DictConfig:
 
 def compose_train(overrides: list[str]) -> DictConfig:
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        return compose(config_name="train", overrides=list(overrides))
+        return compose(config_name="train", overrides=[*search_path_overrides(), *overrides])
+
+
+def search_path_overrides() -> list[str]:
+    """Hydra's ``hydra.searchpath`` override for the $XLSTM_SUITE_CONFIGS folders (none without them)."""
+    folders = extra_config_folders()
+    if not folders:
+        return []
+    quoted = ("'file://" + str(folder).replace("\\", "\\\\").replace("'", "\\'") + "'" for folder in folders)
+    return [f"hydra.searchpath=[{','.join(quoted)}]"]
 
 
 def with_new_keys_appended(overrides: list[str]) -> list[str]:

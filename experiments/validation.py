@@ -14,7 +14,7 @@ from experiments.config_schema import section_problems
 from experiments.configuration import ConfigError
 from experiments.run_schema import SECTIONS, ModelSection, RunConfig
 from models.catalog import backbone_config, known_backbones
-from tasks.registry import TASK_FAMILIES
+from tasks.registry import task_families
 
 
 def backbone_options(model: DictConfig) -> dict:
@@ -46,10 +46,10 @@ def run_config_problems(config: dict) -> list[str]:
 
 
 def task_problems(task: dict) -> list[str]:
-    family = task.get("family")
-    if family not in TASK_FAMILIES:
-        return [f"task.family={family!r} is not valid; valid choices: {sorted(TASK_FAMILIES)}"]
-    return section_problems(TASK_FAMILIES[family].config, task, "task")
+    family, families = task.get("family"), task_families()
+    if family not in families:
+        return [f"task.family={family!r} is not valid; valid choices: {sorted(families)}"]
+    return section_problems(families[family].config, task, "task")
 
 
 @functools.lru_cache(maxsize=4096)

@@ -1,10 +1,17 @@
 """Task families by name (a task config's ``family``): the torch-free schema of its config, the task's spec and its
 datamodule.
 
-Adding a family touches its folder, its configs and one entry here.
+Adding a family touches its folder, its configs and one entry here. A family that lives elsewhere (a test's toy
+family, a user's own task) is plugged in without an entry: ``XLSTM_SUITE_TASK_FAMILIES`` names, comma-separated,
+``module:attribute`` entries, each an importable module's mapping of family name -> TaskFamily, e.g.
+``XLSTM_SUITE_TASK_FAMILIES=tests.toy_task:TASK_FAMILIES``. Its task configs are found by Hydra through
+``XLSTM_SUITE_CONFIGS`` (experiments.configuration). Sweep workers inherit both.
 """
 
 import importlib
+import os
+import reprlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,10 +44,45 @@ TASK_FAMILIES = {
 }
 
 
+PLUG_INS_VARIABLE = "XLSTM_SUITE_TASK_FAMILIES"
+
+
+def task_families() -> dict[str, TaskFamily]:
+    """TASK_FAMILIES and the families plugged in through $XLSTM_SUITE_TASK_FAMILIES (read at every call)."""
+    families = dict(TASK_FAMILIES)
+    for entry in filter(None, (entry.strip() for entry in os.environ.get(PLUG_INS_VARIABLE, "").split(","))):
+        for name, family in plugged_in(entry).items():
+            if name in families:
+                raise ValueError(f"{PLUG_INS_VARIABLE} entry {entry!r}: task family {name!r} is registered already")
+            families[name] = family
+    return families
+
+
+def plugged_in(entry: str) -> dict[str, TaskFamily]:
+    """The families of one ``module:attribute`` entry; ValueError naming the entry if it does not give them."""
+    module_name, _, attribute = entry.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"{PLUG_INS_VARIABLE} entry {entry!r} is not module:attribute "
+                         "(e.g. tests.toy_task:TASK_FAMILIES)")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"{PLUG_INS_VARIABLE} entry {entry!r}: cannot import {module_name!r} ({error})") from None
+    if not hasattr(module, attribute):
+        raise ValueError(f"{PLUG_INS_VARIABLE} entry {entry!r}: module {module_name!r} has no {attribute!r}")
+    families = getattr(module, attribute)
+    if not (isinstance(families, Mapping) and families
+            and all(isinstance(name, str) and isinstance(family, TaskFamily) for name, family in families.items())):
+        raise ValueError(f"{PLUG_INS_VARIABLE} entry {entry!r}: {attribute} must be a non-empty mapping of family "
+                         f"name -> TaskFamily, not {reprlib.repr(families)}")
+    return dict(families)
+
+
 def task_family(name: str) -> TaskFamily:
-    if name not in TASK_FAMILIES:
-        raise ValueError(f"unknown task family {name!r}; valid choices: {sorted(TASK_FAMILIES)}")
-    return TASK_FAMILIES[name]
+    families = task_families()
+    if name not in families:
+        raise ValueError(f"unknown task family {name!r}; valid choices: {sorted(families)}")
+    return families[name]
 
 
 def task_spec(task: dict[str, Any]) -> TaskSpec:
