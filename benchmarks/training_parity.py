@@ -6,11 +6,12 @@ accuracy can be told apart at 1%.
 
 A run is the formal-main mini sweep's cell of (model, task, seed), composed as the sweep composes it (the artifact's
 overrides, cell overrides and mini budget; --steps replaces the budget), and trained by the sweep's own trainer,
-``experiments.train.run_training``. The official run swaps only the backbone: an official ``xLSTMBlockStack`` with
-the same layer settings (sLSTM backend "vanilla", which runs on CPU), seeded with the run's seed and then
-``reset_parameters()``, as the official trainer initialises it. Both report what run_training reports: the test
-scaled accuracy of the checkpoint with the best validation scaled accuracy. The task data depends on the task's
-data_seed only, so every seed and both backbones train on the same batches; the seed draws the initialisation.
+``experiments.training.train.run_training``. The official run swaps only the backbone: an official
+``xLSTMBlockStack`` with the same layer settings (sLSTM backend "vanilla", which runs on CPU), seeded with the run's
+seed and then ``reset_parameters()``, as the official trainer initialises it. Both report what run_training reports:
+the test scaled accuracy of the checkpoint with the best validation scaled accuracy. The task data depends on the
+task's data_seed only, so every seed and both backbones train on the same batches; the seed draws the
+initialisation.
 
 Official runs are slow (the vanilla sLSTM loops over time in Python), so every finished run is kept in a CSV cache
 keyed by a hash of (backbone, resolved config); a rerun trains only the runs the cache lacks. The report is printed
@@ -33,11 +34,11 @@ import torch
 from omegaconf import DictConfig
 from torch import nn
 
-from experiments.artifacts import PlannedRun, load_artifact
 from experiments.atomic import write_text_atomic
-from experiments.configuration import config_yaml
+from experiments.config.artifacts import PlannedRun, load_artifact
+from experiments.config.configuration import config_yaml
+from experiments.config.validation import backbone_options
 from experiments.paths import REPORTS
-from experiments.validation import backbone_options
 from models.catalog import backbone_config
 from models.optim_groups import weight_decay_groups
 from models.xlstm.config import XLSTMStackConfig
@@ -188,7 +189,7 @@ def check_same_architecture(name: str, ours: nn.Module, official: nn.Module) -> 
 
 def architecture_lines(config: DictConfig) -> list[str]:
     """Both backbones of the run's model, checked to match, as markdown lines: parameters and weight-decay groups."""
-    from experiments.train import build_backbone_from_config
+    from experiments.training.train import build_backbone_from_config
 
     backbones = {"ours": build_backbone_from_config(config.model), "official": official_backbone(config)}
     check_same_architecture(config.model.name, backbones["ours"], backbones["official"])
@@ -206,7 +207,7 @@ def architecture_lines(config: DictConfig) -> list[str]:
 def train_run(backbone: str, config: DictConfig) -> dict[str, float]:
     """run_training itself, in a temporary run directory (logs and checkpoints are dropped); for the official
     backbone its backbone builder is swapped, so that nothing else can differ from the sweep's training."""
-    from experiments import train
+    from experiments.training import train
 
     with tempfile.TemporaryDirectory(prefix="training-parity-") as run_dir:
         if backbone == "ours":

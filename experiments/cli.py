@@ -4,12 +4,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from experiments.arguments import add_overrides_argument, add_scale_argument
-from experiments.configuration import ConfigError
+from experiments.config.arguments import add_overrides_argument, add_scale_argument
+from experiments.config.configuration import ConfigError
 
 
 def _add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    """Here rather than in experiments.report: parsing must not import the plotting stack."""
+    """Here rather than in experiments.reports.report: parsing must not import the plotting stack."""
     parser.add_argument("artifact", help="a paper artifact (see `xlstm-suite list`) or 'all'")
     add_scale_argument(parser)
     parser.add_argument("--force", action="store_true",
@@ -20,8 +20,8 @@ def _add_report_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from experiments.status import add_list_arguments
-    from experiments.sweep import add_sweep_arguments
+    from experiments.sweeps.status import add_list_arguments
+    from experiments.sweeps.sweep import add_sweep_arguments
 
     parser = argparse.ArgumentParser(prog="xlstm-suite", description="Reproduce the xLSTM paper's tables and figures.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -39,27 +39,27 @@ def main(argv: list[str] | None = None) -> int:
     arguments = _parser().parse_args(argv)
     try:
         if arguments.command == "params":
-            from experiments.params_report import main as params_main
+            from experiments.reports.params_report import main as params_main
 
             return params_main()
         if arguments.command == "train":
-            from experiments.train_command import train_command
+            from experiments.training.train_command import train_command
 
             return train_command(arguments.overrides, *([arguments.root] if arguments.root else []))
         if arguments.command == "sweep":
-            from experiments.sweep import sweep_command
+            from experiments.sweeps.sweep import sweep_command
 
             return sweep_command(arguments)
         if arguments.command == "list":
-            from experiments.status import list_command
+            from experiments.sweeps.status import list_command
 
             return list_command(arguments)
-        from experiments.artifacts import known_artifacts, load_artifact
+        from experiments.config.artifacts import known_artifacts, load_artifact
 
         # a bad name or value fails before the plotting stack is imported (planning validates every run)
         for name in known_artifacts() if arguments.artifact == "all" else [arguments.artifact]:
             load_artifact(name).runs(arguments.scale, arguments.overrides)
-        from experiments.report import report_command
+        from experiments.reports.report import report_command
 
         return report_command(arguments)
     except (ConfigError, ValueError) as error:

@@ -5,7 +5,7 @@ Adding a family touches its folder, its configs and one entry here. A family tha
 family, a user's own task) is plugged in without an entry: ``XLSTM_SUITE_TASK_FAMILIES`` names, comma-separated,
 ``module:attribute`` entries, each an importable module's mapping of family name -> TaskFamily, e.g.
 ``XLSTM_SUITE_TASK_FAMILIES=tests.toy_task:TASK_FAMILIES``. Its task configs are found by Hydra through
-``XLSTM_SUITE_CONFIGS`` (experiments.configuration). Sweep workers inherit both.
+``XLSTM_SUITE_CONFIGS`` (experiments.config.configuration). Sweep workers inherit both.
 """
 
 import importlib

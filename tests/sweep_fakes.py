@@ -1,4 +1,4 @@
-"""Fake run functions for the sweep runner's tests, used through the same dotted path as experiments.train.
+"""Fake run functions for the sweep runner's tests, used through the same dotted path as experiments.training.train.
 
 They follow the config: ``+debug.sleep_seconds=S`` sleeps S seconds, ``+debug.fail_model=NAME`` raises for that
 model, ``+debug.exit_model=NAME`` kills the worker process with SIGKILL at once (as the kernel's out-of-memory
@@ -15,7 +15,7 @@ from typing import Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from experiments.artifacts import Artifact, load_artifact
+from experiments.config.artifacts import Artifact, load_artifact
 
 EXECUTIONS = "executions.log"
 RECORD_RUN = "tests.sweep_fakes.record_run"

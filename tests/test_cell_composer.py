@@ -7,10 +7,10 @@ import shutil
 import pytest
 from omegaconf import OmegaConf
 
-import experiments.cell_composer as cell_composer
-from experiments import compose_cache
-from experiments.artifacts import load_artifact, run_id_of
-from experiments.configuration import CONFIGS, ConfigError, compose_run_config, config_yaml
+import experiments.config.cell_composer as cell_composer
+from experiments.config import compose_cache
+from experiments.config.artifacts import load_artifact, run_id_of
+from experiments.config.configuration import CONFIGS, ConfigError, compose_run_config, config_yaml
 
 
 @pytest.fixture

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from experiments.configuration import compose_run_config
-from experiments.module import SequenceTaskModule
-from experiments.train import run_training
+from experiments.config.configuration import compose_run_config
+from experiments.training.module import SequenceTaskModule
+from experiments.training.train import run_training
 
 # 7 steps validated every 2: the last validation is at step 6, and a tiny model's validation stops improving early
 TINY = ["model=xlstm_1_0", "task=parity", "trainer.max_steps=7", "trainer.val_every_steps=2", "trainer.batch_size=4",

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from experiments.artifacts import SCALES
+from experiments.config.artifacts import SCALES
 from tests.repository_copy import REPOSITORY_ROOT, copy_repository, run_in
 
 REPORTS = REPOSITORY_ROOT / "results" / "reports"

@@ -5,10 +5,10 @@ import sys
 
 import pytest
 
-from experiments.config_schema import section_problems
-from experiments.configuration import ConfigError, compose_run_config
-from experiments.run_schema import ACCELERATORS, PRECISIONS, STRATEGIES, OptimConfig
-from experiments.validation import validate_run_config
+from experiments.config.config_schema import section_problems
+from experiments.config.configuration import ConfigError, compose_run_config
+from experiments.config.run_schema import ACCELERATORS, PRECISIONS, STRATEGIES, OptimConfig
+from experiments.config.validation import validate_run_config
 from tests.repository_copy import copy_repository, run_in, tree_state
 
 # (overrides, the problems the message must name: one line each)

@@ -12,9 +12,9 @@ from typing import Callable, Sequence
 import pytest
 from rich.console import Console
 
-from experiments import run_store
-from experiments.claims import release
-from experiments.run_store import (
+from experiments.sweeps import run_store
+from experiments.sweeps.claims import release
+from experiments.sweeps.run_store import (
     CELL_FILE,
     CONFIG_FILE,
     ERROR_FILE,
@@ -28,8 +28,8 @@ from experiments.run_store import (
     write_result,
     write_run_inputs,
 )
-from experiments.status import list_artifacts
-from experiments.sweep import run_sweep
+from experiments.sweeps.status import list_artifacts
+from experiments.sweeps.sweep import run_sweep
 from tests.sweep_fakes import EXECUTIONS, RECORD_RUN, count_lines, record_run, small_artifact
 from tests.test_sweep import NO_TORCH
 

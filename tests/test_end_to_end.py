@@ -6,12 +6,12 @@ import time
 import pandas as pd
 import pytest
 
-from experiments.artifacts import load_artifact
 from experiments.cli import main as cli_main
-from experiments.configuration import ConfigError, compose_run_config
-from experiments.report import write_report
-from experiments.sweep import run_sweep
-from experiments.train import run_training
+from experiments.config.artifacts import load_artifact
+from experiments.config.configuration import ConfigError, compose_run_config
+from experiments.reports.report import write_report
+from experiments.sweeps.sweep import run_sweep
+from experiments.training.train import run_training
 from tests.sweep_fakes import small_artifact
 
 TINY = ["trainer.max_steps=4", "trainer.batch_size=4", "trainer.val_every_steps=2", "model.embedding_dim=16",

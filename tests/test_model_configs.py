@@ -168,7 +168,7 @@ def _run_without_torch(code: str) -> subprocess.CompletedProcess:
 
 def test_configs_and_run_validation_import_no_torch():
     result = _run_without_torch(
-        "import experiments.validation, models.catalog\n"
+        "import experiments.config.validation, models.catalog\n"
         "for name in models.catalog.known_backbones():\n"
         "    models.catalog.backbone_config(name, embedding_dim=128, num_blocks=8)"
     )

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from experiments.configuration import ConfigError, compose_run_config
-from experiments.train import run_training
-from experiments.validation import task_problems, validate_run_config
+from experiments.config.configuration import ConfigError, compose_run_config
+from experiments.config.validation import task_problems, validate_run_config
+from experiments.training.train import run_training
 from tasks import data_cache
 from tasks.mqar import MQARTaskConfig, generate
 from tasks.mqar.data import TEST_STREAM, TRAIN_STREAM, VALIDATION_STREAM, MQARDataModule, TrainingBatches, mqar_set

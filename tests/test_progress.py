@@ -7,7 +7,7 @@ import re
 import lightning as L
 import torch
 
-from experiments.progress import StepProgressBar
+from experiments.training.progress import StepProgressBar
 
 
 class TinyModule(L.LightningModule):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from experiments.paths import REPOSITORY_ROOT
-from experiments.sweep import run_sweep
+from experiments.sweeps.sweep import run_sweep
 from tests.sweep_fakes import RECORD_RUN, small_artifact
 
 SUFFIXES = [".md", ".csv", ".runs.csv", ".png", ".pdf"]

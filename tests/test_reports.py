@@ -8,14 +8,15 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from experiments.artifacts import artifact_files, artifact_from_yaml, load_artifact
 from experiments.cli import main as cli_main
-from experiments.committed_runs import committed_path, with_committed
+from experiments.config.artifacts import artifact_files, artifact_from_yaml, load_artifact
+from experiments.config.titles import title_of
 from experiments.display import SCALE_NOTES
-from experiments.findings import check, findings_of
-from experiments.report import cell_table, heatmap, write_report
-from experiments.report_text import cells_markdown, figure_title, finding_markdown, markdown, title_of
-from experiments.sweep import run_sweep
+from experiments.reports.committed_runs import committed_path, with_committed
+from experiments.reports.findings import check, findings_of
+from experiments.reports.report import cell_table, heatmap, write_report
+from experiments.reports.report_text import cells_markdown, figure_title, finding_markdown, markdown
+from experiments.sweeps.sweep import run_sweep
 from tests.sweep_fakes import RECORD_RUN, small_artifact
 
 FIXTURE = "sweep-fixture"

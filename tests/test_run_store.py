@@ -16,14 +16,15 @@ import torch
 from omegaconf import OmegaConf
 from rich.console import Console
 
-from experiments import artifacts, atomic
-from experiments.artifacts import MODEL_NOT_REGISTERED, known_artifacts, load_artifact, run_id_of
-from experiments.claims import CLAIM_FILE, holding, process_start_ticks, read_claim, release
-from experiments.configuration import ConfigError, config_yaml
-from experiments.run_store import claim_run, run_directory, runs_frame, store_frame
-from experiments.status import list_artifacts
-from experiments.run_execution import execute_run
-from experiments.sweep import Manifest, hydra_command, load_launcher, read_manifest, write_manifest
+from experiments import atomic
+from experiments.config import artifacts
+from experiments.config.artifacts import MODEL_NOT_REGISTERED, known_artifacts, load_artifact, run_id_of
+from experiments.config.configuration import ConfigError, config_yaml
+from experiments.sweeps.claims import CLAIM_FILE, holding, process_start_ticks, read_claim, release
+from experiments.sweeps.run_execution import execute_run
+from experiments.sweeps.run_store import claim_run, run_directory, runs_frame, store_frame
+from experiments.sweeps.status import list_artifacts
+from experiments.sweeps.sweep import Manifest, hydra_command, load_launcher, read_manifest, write_manifest
 from tests.sweep_fakes import EXECUTIONS, RECORD_RUN, THREADS_RUN, UNBUILT_MODEL, count_lines, small_artifact
 
 FIXTURE = load_artifact("sweep-fixture")
@@ -358,7 +359,7 @@ def test_manifest_round_trip_keeps_the_run_ids(tmp_path):
 
 def test_hydra_command_selects_the_submitit_launcher_and_its_parameters(tmp_path):
     command = hydra_command(load_launcher("slurm")["hydra_launcher"], tmp_path, tmp_path / "manifest.json", 3)
-    assert command[1:5] == ["-m", "experiments.hydra_worker", "--multirun", "hydra/launcher=submitit_slurm"]
+    assert command[1:5] == ["-m", "experiments.sweeps.hydra_worker", "--multirun", "hydra/launcher=submitit_slurm"]
     assert "hydra.launcher.submitit_folder='${hydra.sweep.dir}/.submitit/%j'" in command
     assert "hydra.launcher.gpus_per_node=1" in command and "hydra.launcher.partition=null" in command
     assert command[-3:] == [f"hydra.sweep.dir='{tmp_path}'", f"+manifest='{tmp_path}/manifest.json'", "+index=range(0,3)"]

@@ -5,8 +5,8 @@ import math
 import pandas as pd
 import pytest
 
-from experiments.schedules import warmup_cosine_factor
-from experiments.selection import select_cells
+from experiments.reports.selection import select_cells
+from experiments.training.schedules import warmup_cosine_factor
 
 
 def _runs():

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.claims import CLAIM_FILE, process_start_ticks
 from experiments.paths import REPOSITORY_ROOT
+from experiments.sweeps.claims import CLAIM_FILE, process_start_ticks
 from tests.sweep_fakes import EXECUTIONS, RECORD_RUN, count_lines
 from tests.test_sweep import NO_TORCH, is_done, run_dirs, sweep_command_line
 

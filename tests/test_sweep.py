@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from experiments.artifacts import MODEL_NOT_REGISTERED
-from experiments.claims import CLAIM_FILE
-from experiments.configuration import ConfigError
+from experiments.config.artifacts import MODEL_NOT_REGISTERED
+from experiments.config.configuration import ConfigError
 from experiments.paths import REPOSITORY_ROOT
-from experiments.sweep import add_sweep_arguments, hydra_command, load_launcher, run_sweep
-from experiments.sweep import main as sweep_main
+from experiments.sweeps.claims import CLAIM_FILE
+from experiments.sweeps.sweep import add_sweep_arguments, hydra_command, load_launcher, run_sweep
+from experiments.sweeps.sweep import main as sweep_main
 from tests.sweep_fakes import EXECUTIONS, RECORD_RUN, UNBUILT_MODEL, count_lines, small_artifact
 
 NO_TORCH = "trainer.num_threads=null"  # the fakes need no torch: workers start faster
@@ -39,7 +39,7 @@ def run_dirs(root: Path) -> list[Path]:
 
 def sweep_command_line(root: Path, *arguments: str) -> list[str]:
     """The CLI entry of the sweep runner on the fixture artifact's smoke grid (6 runs) with the fake run function."""
-    return [sys.executable, "-m", "experiments.sweep", "sweep-fixture", "--scale", "smoke", "--run-function", RECORD_RUN,
+    return [sys.executable, "-m", "experiments.sweeps.sweep", "sweep-fixture", "--scale", "smoke", "--run-function", RECORD_RUN,
             "--root", str(root), *arguments, NO_TORCH]  # fmt: skip
 
 

@@ -8,9 +8,9 @@ import os
 import pandas as pd
 import pytest
 
-from experiments.artifacts import EXTRA_ARTIFACTS_VARIABLE
 from experiments.cli import main as cli_main
-from experiments.configuration import EXTRA_CONFIGS_VARIABLE
+from experiments.config.artifacts import EXTRA_ARTIFACTS_VARIABLE
+from experiments.config.configuration import EXTRA_CONFIGS_VARIABLE
 from tasks.registry import PLUG_INS_VARIABLE, task_families
 from tests.conftest import FIXTURES
 

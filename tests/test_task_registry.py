@@ -3,7 +3,7 @@ without torch."""
 
 import pytest
 
-from experiments.configuration import task_config
+from experiments.config.configuration import task_config
 from tasks.registry import task_family, task_spec
 
 

@@ -138,7 +138,7 @@ def test_bad_configs_fail_with_the_value_and_the_choices(make, message):
 
 
 def test_paper_sizes_match_the_paper_parameter_counts():
-    from experiments.params_report import parameter_table
+    from experiments.reports.params_report import parameter_table
 
     table = parameter_table()
     checked = table[table["model"].isin(["xlstm_1_0", "xlstm_7_1"]) & table["paper_m"].notna()]

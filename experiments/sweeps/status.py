@@ -14,11 +14,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from experiments.artifacts import SCALES, Artifact, PlannedRun, check_scale, known_artifacts, load_artifact, override_value
-from experiments.claims import DEFAULT_STALE_AFTER_SECONDS
-from experiments.report_text import title_of
-from experiments.run_outcome import RunOutcome
-from experiments.run_store import RUN_STORE, run_directory, run_status, runs_frame, store_frame
+from experiments.config.artifacts import SCALES, Artifact, PlannedRun, check_scale, known_artifacts, load_artifact, override_value
+from experiments.config.titles import title_of
+from experiments.sweeps.claims import DEFAULT_STALE_AFTER_SECONDS
+from experiments.sweeps.run_outcome import RunOutcome
+from experiments.sweeps.run_store import RUN_STORE, run_directory, run_status, runs_frame, store_frame
 
 COLUMNS = ["runs", "done", "failed", "running", "damaged", "missing", "n/a", "other"]
 COLUMN_NOTES = (

@@ -14,11 +14,12 @@ from typing import Callable, Iterator
 
 from omegaconf import DictConfig, OmegaConf
 
-from experiments.artifacts import PlannedRun
 from experiments.atomic import temporary_prefix
-from experiments.claims import CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, heartbeat_seconds_for, holding, read_claim
-from experiments.run_outcome import RunOutcome
-from experiments.run_store import (
+from experiments.config.artifacts import PlannedRun
+from experiments.sweeps.claims import (CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, heartbeat_seconds_for, holding,
+                                       read_claim)
+from experiments.sweeps.run_outcome import RunOutcome
+from experiments.sweeps.run_store import (
     CELL_FILE,
     CONFIG_FILE,
     ERROR_FILE,
@@ -33,7 +34,7 @@ from experiments.run_store import (
     write_run_inputs,
 )
 
-DEFAULT_RUN_FUNCTION = "experiments.train.run_training"
+DEFAULT_RUN_FUNCTION = "experiments.training.train.run_training"
 
 
 def execute_run(

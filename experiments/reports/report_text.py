@@ -1,37 +1,15 @@
 """The words of a report: its title with the scale's settings filled in, and its markdown page."""
 
-import re
 from collections.abc import Sequence
 
 import pandas as pd
-from omegaconf import OmegaConf
 
-from experiments.artifacts import Artifact, PlannedRun
+from experiments.config.artifacts import Artifact, PlannedRun
+from experiments.config.titles import config_values, summary, title_of
 from experiments.display import SCALE_NOTES, label, model_name
-from experiments.findings import Finding, check
+from experiments.reports.findings import Finding, check
 
-PLACEHOLDER = re.compile(r"\{([\w.]+)\}")
 UNPRINTED_MARK = "no number¹"
-
-
-def config_values(runs: Sequence[PlannedRun], key: str) -> list:
-    """The distinct values of a config key over the planned runs that have a config, sorted."""
-    values = {OmegaConf.select(run.config, key) for run in runs if run.config is not None}
-    return sorted(values, key=lambda value: (str(type(value)), value))
-
-
-def summary(values: list) -> str:
-    """One value as itself; numbers as "low-high" beyond three values; otherwise listed: "0.0001, 0.001, 0.01"."""
-    shown = [f"{value:g}" if isinstance(value, float) else str(value) for value in values]
-    numeric = all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in values)
-    if numeric and len(values) > 3:
-        return f"{shown[0]}-{shown[-1]}"
-    return ", ".join(shown) or "?"
-
-
-def title_of(artifact: Artifact, runs: Sequence[PlannedRun]) -> str:
-    """The artifact's title with each ``{config.key}`` replaced by its values at this scale."""
-    return PLACEHOLDER.sub(lambda match: summary(config_values(runs, match.group(1))), artifact.title)
 
 
 def settings_line(artifact: Artifact, runs: Sequence[PlannedRun]) -> str:

@@ -23,11 +23,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from experiments.artifacts import PlannedRun
 from experiments.atomic import write_text_atomic
-from experiments.claims import CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, Claim, put_back, read_claim, try_claim
-from experiments.configuration import config_yaml
+from experiments.config.artifacts import PlannedRun
+from experiments.config.configuration import config_yaml
 from experiments.paths import RESULTS
+from experiments.sweeps.claims import CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, Claim, put_back, read_claim, try_claim
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,7 +51,7 @@ def run_directory(run: PlannedRun, root: Path = RUN_STORE) -> Path:
 
 
 def claim_run(run_dir: Path, stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS) -> Claim | None:
-    """Claim a run that is not done yet, a damaged result.json counting as not done (see experiments.claims)."""
+    """Claim a run that is not done yet, a damaged result.json counting as not done (see experiments.sweeps.claims)."""
     return try_claim(run_dir, lambda: finished_result(run_dir) is not None, stale_after_seconds)
 
 

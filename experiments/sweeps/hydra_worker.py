@@ -1,8 +1,8 @@
 """The Hydra app of the submitit launchers (slurm, submitit_local): array job ``index`` executes run ``index``
 of a sweep manifest, with the same claims as the local launcher.
 
-Launched by experiments.sweep as
-``python -m experiments.hydra_worker --multirun hydra/launcher=submitit_slurm hydra.launcher.<key>=<value> ...
+Launched by experiments.sweeps.sweep as
+``python -m experiments.sweeps.hydra_worker --multirun hydra/launcher=submitit_slurm hydra.launcher.<key>=<value> ...
 hydra.sweep.dir=<launch dir> +manifest=<launch dir>/manifest.json +index=range(0,N)``.
 """
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from experiments.run_execution import execute_run
-from experiments.sweep import read_manifest
+from experiments.sweeps.run_execution import execute_run
+from experiments.sweeps.sweep import read_manifest
 
 
 @hydra.main(version_base="1.3", config_path=None, config_name=None)

@@ -1,7 +1,7 @@
 """Checks of a composed run config that need no compute: they run while a sweep is planned, before anything is
 written to the run store, and import no torch (a bad config is rejected in about a second).
 
-Every key is checked against the run schema (experiments.run_schema), the task family's schema (tasks.registry)
+Every key is checked against the run schema (experiments.config.run_schema), the task family's schema (tasks.registry)
 and the backbone's config dataclass (models.catalog); every problem is reported at once, one line each.
 """
 
@@ -10,9 +10,9 @@ import json
 
 from omegaconf import DictConfig, OmegaConf
 
-from experiments.config_schema import section_problems
-from experiments.configuration import ConfigError
-from experiments.run_schema import SECTIONS, ModelSection, RunConfig
+from experiments.config.config_schema import section_problems
+from experiments.config.configuration import ConfigError
+from experiments.config.run_schema import SECTIONS, ModelSection, RunConfig
 from models.catalog import backbone_config, known_backbones
 from tasks.registry import task_families
 

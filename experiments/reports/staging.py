@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from experiments.claims import process_is_running
+from experiments.sweeps.claims import process_is_running
 
 PREFIX = ".staging-"  # .staging-<pid>-<tag>
 

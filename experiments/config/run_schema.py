@@ -85,8 +85,8 @@ class TrainerConfig:
 
 @dataclass
 class DebugConfig:
-    """Fault injection. ``fail_after_steps`` is read by experiments.train; the others by the fake run functions of
-    the sweep runner's tests (tests/sweep_fakes.py)."""
+    """Fault injection. ``fail_after_steps`` is read by experiments.training.train; the others by the fake run
+    functions of the sweep runner's tests (tests/sweep_fakes.py)."""
 
     fail_after_steps: int | None = field(default=None, metadata=AT_LEAST_ONE)
     sleep_seconds: float = field(default=0.0, metadata=NOT_NEGATIVE)

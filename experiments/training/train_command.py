@@ -5,12 +5,12 @@ from pathlib import Path
 
 from rich.console import Console
 
-from experiments.artifacts import PlannedRun, run_id_of
-from experiments.claims import heartbeat_seconds_for, holding
-from experiments.configuration import compose_run_config
-from experiments.run_store import DEFAULT_STALE_AFTER_SECONDS, RESULT_FILE, RUN_STORE, claim_run, finished_result, \
-    run_directory, write_error, write_result, write_run_inputs
-from experiments.validation import validate_run_config
+from experiments.config.artifacts import PlannedRun, run_id_of
+from experiments.config.configuration import compose_run_config
+from experiments.config.validation import validate_run_config
+from experiments.sweeps.claims import heartbeat_seconds_for, holding
+from experiments.sweeps.run_store import DEFAULT_STALE_AFTER_SECONDS, RESULT_FILE, RUN_STORE, claim_run, \
+    finished_result, run_directory, write_error, write_result, write_run_inputs
 
 AD_HOC = "adhoc"  # scale and artifact of runs started outside a sweep
 
@@ -34,7 +34,7 @@ def train_command(overrides: list[str], root: Path = RUN_STORE) -> int:
     if claim is None:
         console.print(f"another worker is training this run: {run_dir}", soft_wrap=True)
         return 1
-    from experiments.train import run_training  # imports Lightning: only once the config is known to be good
+    from experiments.training.train import run_training  # imports Lightning: only once the config is known to be good
 
     started = datetime.now(timezone.utc)
     with holding(claim, heartbeat_seconds_for(DEFAULT_STALE_AFTER_SECONDS)):

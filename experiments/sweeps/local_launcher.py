@@ -15,11 +15,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from experiments.artifacts import PlannedRun
-from experiments.run_execution import execute_run, record_failure
-from experiments.run_outcome import RunOutcome
-from experiments.run_store import finished_result, run_directory
-from experiments.status import SweepProgress
+from experiments.config.artifacts import PlannedRun
+from experiments.sweeps.run_execution import execute_run, record_failure
+from experiments.sweeps.run_outcome import RunOutcome
+from experiments.sweeps.run_store import finished_result, run_directory
+from experiments.sweeps.status import SweepProgress
 
 
 @dataclass

@@ -19,16 +19,17 @@ from typing import Sequence
 from omegaconf import OmegaConf
 from rich.console import Console
 
-from experiments.arguments import add_overrides_argument, add_scale_argument
-from experiments.artifacts import Artifact, PlannedRun, check_scale, load_artifact, override_value
-from experiments.claims import CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, read_claim
-from experiments.configuration import CONFIGS, group_choices, load_yaml
-from experiments.local_launcher import run_locally
+from experiments.config.arguments import add_overrides_argument, add_scale_argument
+from experiments.config.artifacts import Artifact, PlannedRun, check_scale, load_artifact, override_value
+from experiments.config.configuration import CONFIGS, group_choices, load_yaml
 from experiments.paths import REPOSITORY_ROOT
-from experiments.run_execution import DEFAULT_RUN_FUNCTION, describe_os_error, skipped_outcome
-from experiments.run_outcome import RunOutcome
-from experiments.run_store import ERROR_FILE, RUN_STORE, failure_message, finished_result, run_directory, run_status
-from experiments.status import print_plan, print_summary
+from experiments.sweeps.claims import CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, read_claim
+from experiments.sweeps.local_launcher import run_locally
+from experiments.sweeps.run_execution import DEFAULT_RUN_FUNCTION, describe_os_error, skipped_outcome
+from experiments.sweeps.run_outcome import RunOutcome
+from experiments.sweeps.run_store import (ERROR_FILE, RUN_STORE, failure_message, finished_result, run_directory,
+                                          run_status)
+from experiments.sweeps.status import print_plan, print_summary
 
 HYDRA_LAUNCHERS = {"SlurmLauncher": "submitit_slurm", "LocalLauncher": "submitit_local"}
 LAUNCHES = ".launches"  # per artifact: one folder per submitit launch (manifest, Hydra and submitit logs)
@@ -182,7 +183,7 @@ def run_with_submitit(
 
 
 def hydra_command(hydra_launcher: dict, launch_dir: Path, manifest_path: Path, count: int) -> list[str]:
-    """``python -m experiments.hydra_worker --multirun hydra/launcher=submitit_* hydra.launcher.*=... +index=range(0,N)``."""
+    """``python -m experiments.sweeps.hydra_worker --multirun hydra/launcher=submitit_* hydra.launcher.*=... +index=range(0,N)``."""
     launcher_class = hydra_launcher["_target_"].rsplit(".", 1)[-1]
     parameters = [
         f"hydra.launcher.{key}={override_value(value, quote_strings=True)}"
@@ -190,7 +191,7 @@ def hydra_command(hydra_launcher: dict, launch_dir: Path, manifest_path: Path, c
         if key != "_target_"
     ]
     return [
-        sys.executable, "-m", "experiments.hydra_worker", "--multirun",
+        sys.executable, "-m", "experiments.sweeps.hydra_worker", "--multirun",
         f"hydra/launcher={HYDRA_LAUNCHERS[launcher_class]}",
         *parameters,
         f"hydra.sweep.dir={override_value(str(launch_dir), quote_strings=True)}",
@@ -259,7 +260,7 @@ def read_manifest(path: Path) -> Manifest:
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    from experiments.artifacts import known_artifacts
+    from experiments.config.artifacts import known_artifacts
 
     parser.add_argument("artifact", help=f"the paper artifact, one of {known_artifacts()}")
     add_scale_argument(parser)

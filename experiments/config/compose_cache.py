@@ -20,7 +20,7 @@ import omegaconf
 from omegaconf import DictConfig, OmegaConf
 
 from experiments.atomic import write_text_atomic
-from experiments.configuration import CONFIGS, extra_config_folders
+from experiments.config.configuration import CONFIGS, extra_config_folders
 
 CACHE_VARIABLE = "XLSTM_SUITE_COMPOSE_CACHE"
 

@@ -2,7 +2,7 @@
 
 import argparse
 
-from experiments.artifacts import SCALES
+from experiments.config.artifacts import SCALES
 
 SCALE_HELP = "smoke (every code path, seconds per run), mini (one CPU, the paper's finding), paper (GPU cluster)"
 

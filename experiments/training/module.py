@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from torch import nn
 from torchmetrics import MeanMetric
 
-from experiments.schedules import warmup_cosine_factor
+from experiments.training.schedules import warmup_cosine_factor
 from models.optim_groups import weight_decay_groups
 from tasks.spec import IGNORE_INDEX, TaskSpec
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from experiments.atomic import write_text_atomic
-from experiments.run_store import FIXED_COLUMNS
+from experiments.sweeps.run_store import FIXED_COLUMNS
 
 SUFFIX = ".runs.csv"
 COMMITTED_STATUSES = ("done", "failed")

@@ -14,8 +14,8 @@ from hydra.core.override_parser.types import Override
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 
-from experiments import compose_cache
-from experiments.configuration import CONFIG_GROUPS, compose_unresolved, resolve_run_config
+from experiments.config import compose_cache
+from experiments.config.configuration import CONFIG_GROUPS, compose_unresolved, resolve_run_config
 
 
 class CellComposer:

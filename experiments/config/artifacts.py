@@ -9,9 +9,9 @@ from typing import Any, Callable, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from experiments.cell_composer import CellComposer
-from experiments.configuration import CONFIGS, ConfigError, compose_run_config, config_yaml, load_yaml
-from experiments.validation import validate_run_config
+from experiments.config.cell_composer import CellComposer
+from experiments.config.configuration import CONFIGS, ConfigError, compose_run_config, config_yaml, load_yaml
+from experiments.config.validation import validate_run_config
 from models.catalog import known_backbones
 
 ARTIFACTS = CONFIGS / "paper"
@@ -53,7 +53,7 @@ class Artifact:
     # grid key -> value -> overrides for those cells only, e.g. {"model": {"xlstm_0_1": [sLSTM options]}}
     cell_overrides: dict[str, dict[str, list[str]]]
     # what the paper prints for the artifact: ``unprinted`` (why it prints no numbers, if so) and ``findings``
-    # (experiments.findings)
+    # (experiments.reports.findings)
     paper: dict = field(default_factory=dict)
 
     def grid_of(self, scale: str) -> dict[str, list]:

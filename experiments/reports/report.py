@@ -13,17 +13,18 @@ from pathlib import Path
 import pandas as pd
 from rich.console import Console
 
-from experiments.artifacts import Artifact, PlannedRun, known_artifacts, load_artifact
-from experiments.committed_runs import committed_path, per_run_rows, read_committed, with_committed, write_committed
-from experiments.configuration import task_config
+from experiments.config.artifacts import Artifact, PlannedRun, known_artifacts, load_artifact
+from experiments.config.configuration import task_config
 from experiments.display import metric_scale, model_name
-from experiments.figures import grouped_heatmap, save
-from experiments.findings import findings_of
 from experiments.paths import PAPER_NUMBERS, REPORTS, RESULTS
-from experiments.report_text import figure_title, markdown
-from experiments.run_store import runs_frame
-from experiments.selection import select_cells
-from experiments.staging import publish, staging_folder, terminate_as_exit
+from experiments.reports.committed_runs import (committed_path, per_run_rows, read_committed, with_committed,
+                                               write_committed)
+from experiments.reports.figures import grouped_heatmap, save
+from experiments.reports.findings import findings_of
+from experiments.reports.report_text import figure_title, markdown
+from experiments.reports.selection import select_cells
+from experiments.reports.staging import publish, staging_folder, terminate_as_exit
+from experiments.sweeps.run_store import runs_frame
 from tasks.registry import task_spec
 
 MISSING, NOT_AVAILABLE = "missing", "n/a"

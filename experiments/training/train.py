@@ -11,10 +11,10 @@ import torch
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from omegaconf import DictConfig, OmegaConf
 
-from experiments.data import build_datamodule
-from experiments.module import SequenceTaskModule
-from experiments.progress import StepProgressBar
-from experiments.validation import backbone_options, validate_run_config
+from experiments.config.validation import backbone_options, validate_run_config
+from experiments.training.data import build_datamodule
+from experiments.training.module import SequenceTaskModule
+from experiments.training.progress import StepProgressBar
 from models.registry import build_backbone
 
 
