@@ -223,7 +223,8 @@ def dead_pid() -> int:
         (socket.gethostname(), os.getpid(), 120, "", True),  # unreadable, old
         # a live pid of this host: the claim's process only if the start time matches (else a reused pid or a copy)
         (socket.gethostname(), os.getpid(), 0, {"process_start_ticks": process_start_ticks(os.getpid())}, False),
-        (socket.gethostname(), os.getppid(), 0, {"process_start_ticks": process_start_ticks(os.getpid())}, True),
+        # (a start time other than the live process's own: the parent may have started in this process's clock tick)
+        (socket.gethostname(), os.getppid(), 0, {"process_start_ticks": process_start_ticks(os.getppid()) + 1}, True),
         (socket.gethostname(), os.getppid(), 0, None, False),  # no start time (not written by the suite): heartbeat
     ],
 )
