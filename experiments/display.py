@@ -48,6 +48,12 @@ def metric_scale(metric: str) -> MetricScale:
     return METRIC_SCALES[name]
 
 
+def metric_label(metric: str) -> str:
+    """An axis label for a metric: its scale's label where it has one (scaled accuracy), else its last name part."""
+    name = metric.rsplit("/", 1)[-1]
+    return METRIC_SCALES[name].label if name in METRIC_SCALES else name.replace("_", " ")
+
+
 def model_name(model: str) -> str:
     return MODEL_NAMES.get(model, model)
 

@@ -14,7 +14,8 @@ from experiments.config.titles import title_of
 from experiments.display import SCALE_NOTES
 from experiments.reports.committed_runs import committed_path, with_committed
 from experiments.reports.findings import check, findings_of
-from experiments.reports.report import cell_table, heatmap, write_report
+from experiments.reports.kinds import report_figure
+from experiments.reports.report import cell_table, write_report
 from experiments.reports.report_text import cells_markdown, figure_title, finding_markdown, markdown
 from experiments.sweeps.sweep import run_sweep
 from tests.sweep_fakes import RECORD_RUN, small_artifact
@@ -192,7 +193,7 @@ def test_the_colour_scale_covers_scaled_accuracy_from_minus_one_to_one(formal_ma
     artifact, runs = formal_main_smoke
     table = smoke_table(artifact, runs, {("llama", "parity"): -1.0, ("llama", "even_pairs"): 0.0,
                                          ("lstm", "parity"): 1.0})
-    figure = heatmap(artifact, table, "title")
+    figure = report_figure(artifact, table, "title")
     mesh = figure.axes[0].collections[0]
     assert mesh.get_clim() == (-1.0, 1.0)
     assert mesh.get_cmap().name == "RdBu"  # diverging: -1 and 0 get different colours
@@ -232,7 +233,7 @@ def test_a_cell_of_several_seeds_shows_its_mean_spread_and_how_many_seeds_solve_
     assert "solved (>= 0.9)" in cells and "| 0.016 " in cells and "0 of 1" in cells  # one seed: no ± and no range
     page = markdown(artifact, runs, table, "smoke", None, [], [])
     assert "`range` is their lowest to highest value" in page and "`solved` counts those with" in page
-    figure = heatmap(artifact, table, "title")
+    figure = report_figure(artifact, table, "title")
     texts = [text.get_text() for text in figure.axes[0].texts]
     assert "0.72\n±0.37" in texts and "0.02" in texts  # the spread in the figure, beside the mean
     plt.close(figure)

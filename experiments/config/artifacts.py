@@ -11,6 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from experiments.config.cell_composer import CellComposer
 from experiments.config.configuration import CONFIGS, ConfigError, compose_run_config, config_yaml, load_yaml
+from experiments.config.report_layouts import report_layout
 from experiments.config.validation import validate_run_config
 from models.catalog import known_backbones
 
@@ -55,6 +56,11 @@ class Artifact:
     # what the paper prints for the artifact: ``unprinted`` (why it prints no numbers, if so) and ``findings``
     # (experiments.reports.findings)
     paper: dict = field(default_factory=dict)
+
+    @property
+    def layout(self):
+        """The typed report section: its kind and how it places the cells (experiments.config.report_layouts)."""
+        return report_layout(self.report)
 
     def grid_of(self, scale: str) -> dict[str, list]:
         """The base grid with the keys the scale's grid replaces (new keys go last)."""
@@ -125,6 +131,11 @@ def artifact_from_yaml(path: Path) -> Artifact:
     unknown_scales = sorted(set(content.get("scales") or {}) - set(SCALES))
     if unknown_scales:
         raise ValueError(f"{path}: unknown scales {unknown_scales}; valid choices: {list(SCALES)}")
+    if content.get("report"):
+        try:
+            report_layout(content["report"])
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
     return Artifact(
         name=content["artifact"],
         title=content.get("title", content["artifact"]),

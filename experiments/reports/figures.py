@@ -50,6 +50,67 @@ def grouped_heatmap(values: pd.DataFrame, annotations: pd.DataFrame, notes: pd.D
     return figure
 
 
+def line_panels(data: pd.DataFrame, *, x: str, line: str, panel: str | None, rows: dict[str, list] | None,
+                line_names: dict, panel_names: dict, title: str, y_label: str, log_x: bool) -> plt.Figure:
+    """The mean (``ours``) against ``x``, one line per value of ``line`` (named by ``line_names``), a band of
+    ± ``std`` where a point combines several runs; one panel per value of ``panel`` (named by ``panel_names``)
+    in each row, a row per entry of ``rows`` (title -> the line values it draws; one row of every line without)."""
+    panel_values = list(dict.fromkeys(data[panel])) if panel else [None]
+    row_lines = rows or {"": list(dict.fromkeys(data[line]))}
+    figure, axes = plt.subplots(len(row_lines), len(panel_values), squeeze=False, sharex=True, sharey=True,
+                                figsize=(1.5 + 3.2 * len(panel_values), 0.8 + 2.6 * len(row_lines)))
+    colours = dict(zip(dict.fromkeys(data[line]), sns.color_palette("tab10", n_colors=data[line].nunique())))
+    for row, (row_title, line_values) in enumerate(row_lines.items()):
+        for column, panel_value in enumerate(panel_values):
+            ax = axes[row, column]
+            shown = data if panel is None else data[data[panel] == panel_value]
+            for value in line_values:
+                points = shown[shown[line] == value].dropna(subset=["ours"]).sort_values(x)
+                if points.empty:
+                    continue
+                ax.plot(points[x], points["ours"], marker="o", color=colours[value], label=line_names[value])
+                spread = points["runs"] > 1
+                ax.fill_between(points[x], (points["ours"] - points["std"]).where(spread),
+                                (points["ours"] + points["std"]).where(spread), color=colours[value], alpha=0.15)
+            if log_x:
+                ax.set_xscale("log")
+            if row == 0 and panel is not None:
+                ax.set_title(panel_names[panel_value], fontsize=9)
+            if column == 0:
+                ax.set_ylabel(f"{row_title}\n{y_label}" if row_title else y_label)
+            if row == len(row_lines) - 1:
+                ax.set_xlabel(label(x.rsplit(".", 1)[-1]))
+        handles, labels = axes[row, -1].get_legend_handles_labels()
+        if handles:
+            axes[row, -1].legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    return figure
+
+
+def point_panels(data: pd.DataFrame, *, x: str, panel: str | None, x_names: dict, panel_names: dict, title: str,
+                 y_label: str, interval: str) -> plt.Figure:
+    """One point per value of ``x`` at ``ours`` with error bars from ``low`` to ``high`` (the ``interval``, named
+    in the axis label); one panel per value of ``panel``."""
+    panel_values = list(dict.fromkeys(data[panel])) if panel else [None]
+    figure, axes = plt.subplots(1, len(panel_values), squeeze=False, sharey=True,
+                                figsize=(1.5 + 0.7 * data[x].nunique() * len(panel_values), 3.6))
+    for column, panel_value in enumerate(panel_values):
+        ax = axes[0, column]
+        shown = data if panel is None else data[data[panel] == panel_value]
+        positions = range(len(shown))
+        ax.errorbar(positions, shown["ours"], yerr=[shown["ours"] - shown["low"], shown["high"] - shown["ours"]],
+                    fmt="o", capsize=4, color="#1f4e79")
+        ax.set_xticks(list(positions), [x_names[value] for value in shown[x]], rotation=45, ha="right")
+        if panel is not None:
+            ax.set_title(panel_names[panel_value], fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0, 0].set_ylabel(f"{y_label} ({interval})")
+    figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    return figure
+
+
 # No creation date in the files: the same report gives the same bytes (committed figures change only with results).
 FIXED_METADATA = {".png": {}, ".pdf": {"CreationDate": None}}
 

@@ -14,21 +14,16 @@ import pandas as pd
 from rich.console import Console
 
 from experiments.config.artifacts import Artifact, PlannedRun, known_artifacts, load_artifact
-from experiments.config.configuration import task_config
-from experiments.display import metric_scale, model_name
 from experiments.paths import PAPER_NUMBERS, REPORTS, RESULTS
 from experiments.reports.committed_runs import (committed_path, per_run_rows, read_committed, with_committed,
                                                write_committed)
-from experiments.reports.figures import grouped_heatmap, save
+from experiments.reports.figures import save
 from experiments.reports.findings import findings_of
+from experiments.reports.kinds import report_figure
 from experiments.reports.report_text import figure_title, markdown
 from experiments.reports.selection import select_cells
 from experiments.reports.staging import publish, staging_folder, terminate_as_exit
 from experiments.sweeps.run_store import runs_frame
-from tasks.registry import task_spec
-
-MISSING, NOT_AVAILABLE = "missing", "n/a"
-
 
 @dataclass
 class ReportOutcome:
@@ -89,29 +84,6 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
     return table[[*cells, "metric", "ours", "std", "min", "max", "paper", "runs", "solved", "note", "values"]]
 
 
-def _task_groups(tasks: list[str]) -> dict[str, str]:
-    """Each task's group (of its spec, which its family in the task registry gives)."""
-    return {task: task_spec(task_config(task)).group for task in tasks}
-
-
-def heatmap(artifact: Artifact, table: pd.DataFrame, title: str):
-    models = list(dict.fromkeys(table["model"]))
-    groups = _task_groups(list(dict.fromkeys(table["task"])))
-    group_order = list(dict.fromkeys(groups.values()))
-    tasks = sorted(groups, key=lambda task: group_order.index(groups[task]))  # stable within a group
-    values = table.pivot(index="model", columns="task", values="ours").reindex(index=models, columns=tasks)
-    annotations = table.assign(text=[
-        "" if pd.isna(ours) else (f"{ours:.2f}\n±{std:.2f}" if runs > 1 else f"{ours:.2f}")
-        for ours, std, runs in zip(table["ours"], table["std"], table["runs"])
-    ]).pivot(index="model", columns="task", values="text").reindex(index=models, columns=tasks)
-    notes = table.assign(
-        short=[NOT_AVAILABLE if note.startswith("not available") else (MISSING if pd.isna(ours) else "")
-               for note, ours in zip(table["note"], table["ours"])]
-    ).pivot(index="model", columns="task", values="short").reindex(index=models, columns=tasks)
-    values.index = annotations.index = notes.index = [model_name(model) for model in models]
-    return grouped_heatmap(values, annotations, notes, groups, title, metric_scale(artifact.report["metric"]))
-
-
 def report_stem(name: str, extra_overrides: Sequence[str]) -> str:
     """The report's file name: the artifact's, plus a hash of the overrides for an ablation of it."""
     if not extra_overrides:
@@ -154,9 +126,10 @@ def write_files(artifact: Artifact, planned: Sequence[PlannedRun], runs: pd.Data
     with staging_folder(stem.parent) as staging:
         staged = staging / stem.name
         write_committed(committed_path(staged), per_run_rows(runs, list(artifact.grid_of(scale))))
+        figure = report_figure(artifact, table, figure_title(artifact, planned, scale))
         figure_name = None
-        if artifact.report["kind"] == "heatmap":
-            save(heatmap(artifact, table, figure_title(artifact, planned, scale)), staged)
+        if figure is not None:
+            save(figure, staged)
             figure_name = stem.with_suffix(".png").name
         staged.with_suffix(".csv").write_text(table.drop(columns="values").to_csv(index=False))  # runs.csv has them
         staged.with_suffix(".md").write_text(markdown(artifact, planned, table, scale, figure_name, extra_overrides,

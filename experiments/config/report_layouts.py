@@ -1,0 +1,105 @@
+"""What an artifact's report shows, by kind: the ``report:`` section of its YAML, checked when the artifact loads.
+
+Every report names its ``cells`` (the grid keys of one reported value), its ``metric`` and its ``kind``; the kind
+picks the figure, and the kind's schema below places the cells in it: the paper's panels and rows of model groups
+are configuration, not code.
+
+    heatmap  rows x columns of cells, tasks grouped by their spec's group (Figure 4)
+    lines    the metric against a swept size, one line per model, one panel per setting (the associative-recall figures)
+    points   the mean over runs with its confidence interval, one point per model (Nearest Neighbour Search)
+    table    no figure: the page's table is the report (LRA, language modelling)
+"""
+
+from dataclasses import dataclass, field
+
+from experiments.config.config_schema import section_problems
+
+
+@dataclass(frozen=True, kw_only=True)
+class Report:
+    """The keys of every report: ``solved_at``, a threshold of the metric that counts a run as solving its task;
+    ``settings``, the config keys the page states."""
+
+    kind: str
+    cells: list[str]
+    metric: str
+    solved_at: float | None = None
+    settings: list[str] | None = None
+
+    def placed_by(self) -> dict[str, str | None]:
+        """Layout key -> the cell key it places."""
+        return {}
+
+    def problems(self) -> list[str]:
+        return [f"{name}={key!r} must be one of the report's cells {self.cells}"
+                for name, key in self.placed_by().items() if key is not None and key not in self.cells]
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeatmapReport(Report):
+    """``rows`` x ``columns``; columns that are tasks are grouped by their spec's group."""
+
+    rows: str = "model"
+    columns: str = "task"
+
+    def placed_by(self) -> dict[str, str | None]:
+        return {"rows": self.rows, "columns": self.columns}
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinesReport(Report):
+    """The metric against ``x`` (a numeric cell key), one line per value of ``lines``, one panel per value of
+    ``panels`` (or one panel); ``rows``: row title -> the ``lines`` values drawn in that row of panels (the paper's
+    model groups; every line in one row without it); ``log_x``: a logarithmic x axis (model sizes)."""
+
+    x: str
+    lines: str = "model"
+    panels: str | None = None
+    rows: dict | None = None
+    log_x: bool = False
+
+    def placed_by(self) -> dict[str, str | None]:
+        return {"x": self.x, "lines": self.lines, "panels": self.panels}
+
+    def problems(self) -> list[str]:
+        problems = super().problems()
+        if self.rows is not None and not (self.rows and all(isinstance(values, list) and values
+                                                            for values in self.rows.values())):
+            problems.append(f"rows={self.rows!r} must map each row's title to a non-empty list of {self.lines} values")
+        return problems
+
+
+@dataclass(frozen=True, kw_only=True)
+class PointsReport(Report):
+    """One point per value of ``x`` at the mean over the cell's runs, with its ``confidence`` interval (Student's
+    t over the runs), one panel per value of ``panels`` (or one panel)."""
+
+    x: str = "model"
+    panels: str | None = None
+    confidence: float = field(default=0.99, metadata={"above": 0})
+
+    def placed_by(self) -> dict[str, str | None]:
+        return {"x": self.x, "panels": self.panels}
+
+    def problems(self) -> list[str]:
+        too_high = [f"confidence={self.confidence} must be < 1, e.g. 0.99"] if self.confidence >= 1 else []
+        return super().problems() + too_high
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableReport(Report):
+    """No figure: the cell table on the report's page is the report."""
+
+
+REPORT_KINDS = {"heatmap": HeatmapReport, "lines": LinesReport, "points": PointsReport, "table": TableReport}
+
+
+def report_layout(report: dict) -> Report:
+    """The typed ``report:`` section; ValueError naming every bad key or value (one per line) and the valid ones."""
+    kind = report.get("kind")
+    if kind not in REPORT_KINDS:
+        raise ValueError(f"report.kind={kind!r} is not valid; valid choices: {sorted(REPORT_KINDS)}")
+    problems = section_problems(REPORT_KINDS[kind], report, "report")
+    if problems:
+        raise ValueError("\n".join(problems))
+    return REPORT_KINDS[kind](**report)

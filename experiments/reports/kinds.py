@@ -1,0 +1,99 @@
+"""Report figures by kind: an artifact's ``report.kind`` picks one, its layout (experiments.config.report_layouts)
+places the cells. ``table`` draws none."""
+
+import math
+from typing import Callable
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from scipy import stats
+
+from experiments.config.artifacts import Artifact
+from experiments.config.configuration import task_config
+from experiments.config.report_layouts import HeatmapReport, LinesReport, PointsReport
+from experiments.display import label, metric_label, metric_scale, model_name
+from experiments.reports.figures import grouped_heatmap, line_panels, point_panels
+from tasks.registry import task_spec
+
+MISSING, NOT_AVAILABLE = "missing", "n/a"
+
+
+def value_name(key: str, value) -> str:
+    """How a cell value is shown: models and tasks by their names, other keys as key=value."""
+    if key == "model":
+        return model_name(value)
+    if key == "task":
+        return label(value)
+    return f"{key.rsplit('.', 1)[-1]}={value}"
+
+
+def names(table: pd.DataFrame, key: str | None) -> dict:
+    return {} if key is None else {value: value_name(key, value) for value in table[key]}
+
+
+def column_groups(key: str, columns: list) -> dict:
+    """Each column's group: a task's spec group (the task registry gives it), none for other keys."""
+    if key != "task":
+        return {column: "" for column in columns}
+    return {task: task_spec(task_config(task)).group for task in columns}
+
+
+def heatmap_figure(layout: HeatmapReport, table: pd.DataFrame, title: str) -> plt.Figure:
+    rows = list(dict.fromkeys(table[layout.rows]))
+    groups = column_groups(layout.columns, list(dict.fromkeys(table[layout.columns])))
+    group_order = list(dict.fromkeys(groups.values()))
+    columns = sorted(groups, key=lambda column: group_order.index(groups[column]))  # stable within a group
+
+    shown = table.assign(
+        text=["" if pd.isna(ours) else (f"{ours:.2f}\n±{std:.2f}" if runs > 1 else f"{ours:.2f}")
+              for ours, std, runs in zip(table["ours"], table["std"], table["runs"])],
+        short=[NOT_AVAILABLE if note.startswith("not available") else (MISSING if pd.isna(ours) else "")
+               for note, ours in zip(table["note"], table["ours"])],
+    )
+
+    def grid(values: str) -> pd.DataFrame:  # rows x columns of one column of ``shown``
+        return shown.pivot(index=layout.rows, columns=layout.columns, values=values).reindex(index=rows, columns=columns)
+
+    values, annotations, notes = grid("ours"), grid("text"), grid("short")
+    values.index = annotations.index = notes.index = [value_name(layout.rows, row) for row in rows]
+    return grouped_heatmap(values, annotations, notes, groups, title, metric_scale(layout.metric))
+
+
+def lines_figure(layout: LinesReport, table: pd.DataFrame, title: str) -> plt.Figure:
+    return line_panels(table, x=layout.x, line=layout.lines, panel=layout.panels, rows=layout.rows,
+                       line_names=names(table, layout.lines), panel_names=names(table, layout.panels), title=title,
+                       y_label=metric_label(layout.metric), log_x=layout.log_x)
+
+
+def confidence_interval(values: tuple, confidence: float) -> tuple[float, float]:
+    """Student's t interval of the mean of ``values`` (NaN for fewer than two)."""
+    count = len(values)
+    if count < 2:
+        return math.nan, math.nan
+    mean = sum(values) / count
+    deviation = math.sqrt(sum((value - mean) ** 2 for value in values) / (count - 1))
+    half = stats.t.ppf((1 + confidence) / 2, count - 1) * deviation / math.sqrt(count)
+    return mean - half, mean + half
+
+
+def points_figure(layout: PointsReport, table: pd.DataFrame, title: str) -> plt.Figure:
+    intervals = [confidence_interval(values, layout.confidence) for values in table["values"]]
+    shown = table.assign(low=[low for low, _ in intervals], high=[high for _, high in intervals])
+    return point_panels(shown, x=layout.x, panel=layout.panels, x_names=names(table, layout.x),
+                        panel_names=names(table, layout.panels), title=title, y_label=metric_label(layout.metric),
+                        interval=f"mean, {layout.confidence:.0%} t-interval over runs")
+
+
+def no_figure(layout, table: pd.DataFrame, title: str) -> None:
+    return None
+
+
+REPORT_FIGURES: dict[str, Callable] = {
+    "heatmap": heatmap_figure, "lines": lines_figure, "points": points_figure, "table": no_figure,
+}
+
+
+def report_figure(artifact: Artifact, table: pd.DataFrame, title: str) -> plt.Figure | None:
+    """The figure of the artifact's report kind from its cell table (None for a kind without one)."""
+    layout = artifact.layout
+    return REPORT_FIGURES[layout.kind](layout, table, title)

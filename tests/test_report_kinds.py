@@ -1,0 +1,140 @@
+"""Report kinds by name: the artifact's YAML picks the figure (heatmap, lines, points, table) and places the cells
+in it; a bad report section is refused when the artifact loads, naming the value and the valid choices."""
+
+import math
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+
+from experiments.config.artifacts import artifact_from_yaml, artifact_files
+from experiments.config.report_layouts import REPORT_KINDS, LinesReport, PointsReport, report_layout
+from experiments.reports.kinds import REPORT_FIGURES, confidence_interval, lines_figure, points_figure
+from experiments.reports.report import write_report
+from experiments.sweeps.sweep import run_sweep
+from tests.sweep_fakes import RECORD_RUN
+
+SIZES = "model.embedding_dim"
+
+
+def test_every_report_kind_has_a_figure():
+    assert set(REPORT_FIGURES) == set(REPORT_KINDS)
+
+
+BAD_REPORTS = [
+    ({"kind": "bars"}, "report.kind='bars' is not valid; valid choices: ['heatmap', 'lines', 'points', 'table']"),
+    ({"kind": "lines", "cells": ["model", SIZES], "metric": "val/accuracy"}, "report.x is missing"),
+    ({"kind": "lines", "cells": ["model"], "metric": "m", "x": SIZES},
+     "report.x='model.embedding_dim' must be one of the report's cells ['model']"),
+    ({"kind": "lines", "cells": ["model", SIZES], "metric": "m", "x": SIZES, "panel": "task"},
+     "unknown key report.panel; did you mean report.panels?"),
+    ({"kind": "lines", "cells": ["model", SIZES], "metric": "m", "x": SIZES, "rows": {"xLSTM": []}},
+     "report.rows={'xLSTM': []} must map each row's title to a non-empty list of model values"),
+    ({"kind": "lines", "cells": ["model", SIZES], "metric": "m", "x": SIZES, "log_x": "yes"},
+     "report.log_x='yes' must be true or false"),
+    ({"kind": "points", "cells": ["model"], "metric": "val/mse", "confidence": 1.5},
+     "report.confidence=1.5 must be < 1, e.g. 0.99"),
+    ({"kind": "points", "cells": ["model"], "metric": "val/mse", "confidence": 0}, "report.confidence=0 must be > 0"),
+    ({"kind": "heatmap", "cells": ["model", "task"]}, "report.metric is missing"),
+]
+
+
+@pytest.mark.parametrize("report, problem", BAD_REPORTS, ids=[problem[:40] for _, problem in BAD_REPORTS])
+def test_a_bad_report_section_is_named(report, problem):
+    with pytest.raises(ValueError) as caught:
+        report_layout(report)
+    assert problem in str(caught.value)
+
+
+def test_an_artifact_with_a_bad_report_is_refused_when_it_loads(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(artifact_files()["sweep-fixture"].read_text()
+                      .replace("artifact: sweep-fixture", "artifact: broken").replace("kind: heatmap", "kind: heatmapp"))
+    with pytest.raises(ValueError, match=r"broken.yaml: report.kind='heatmapp' is not valid; valid choices"):
+        artifact_from_yaml(broken)
+
+
+def test_the_confidence_interval_is_students_t_over_the_runs():
+    # t quantiles from a printed table: t(0.995, 2 df) = 9.925, t(0.975, 4 df) = 2.776
+    low, high = confidence_interval((1.0, 2.0, 3.0), 0.99)  # mean 2, sample std 1
+    assert (low, high) == pytest.approx((2 - 9.925 / math.sqrt(3), 2 + 9.925 / math.sqrt(3)), abs=1e-3)
+    low, high = confidence_interval((0.0, 0.0, 1.0, 1.0, 0.5), 0.95)  # mean 0.5, sample std sqrt(1 / 4)
+    assert (low, high) == pytest.approx((0.5 - 2.776 * 0.5 / math.sqrt(5), 0.5 + 2.776 * 0.5 / math.sqrt(5)), abs=1e-3)
+    assert all(math.isnan(bound) for bound in confidence_interval((0.3,), 0.99))
+
+
+def cells(models, tasks, sizes, values_of) -> pd.DataFrame:
+    """A cell table as cell_table gives it, each cell's runs from ``values_of(model, task, size)``."""
+    rows = []
+    for model in models:
+        for task in tasks:
+            for size in sizes:
+                values = tuple(values_of(model, task, size))
+                mean = sum(values) / len(values)
+                std = math.sqrt(sum((value - mean) ** 2 for value in values) / len(values))
+                rows.append({"model": model, "task": task, SIZES: size, "ours": mean, "std": std,
+                             "runs": len(values), "values": values, "note": ""})
+    return pd.DataFrame(rows)
+
+
+def test_lines_put_one_line_per_model_in_each_row_and_panel_of_the_layout():
+    table = cells(["llama", "xlstm_1_0", "lstm"], ["cl64_kv4", "cl128_kv8"], [32, 64, 128],
+                  lambda model, task, size: (size / 128, size / 256))
+    layout = LinesReport(kind="lines", cells=["model", "task", SIZES], metric="val/accuracy", x=SIZES, panels="task",
+                         rows={"Attention": ["llama"], "Recurrent": ["lstm", "xlstm_1_0"]}, log_x=True)
+    figure = lines_figure(layout, table, "title")
+    axes = figure.axes
+    assert len([ax for ax in axes if ax.get_lines()]) == 4  # 2 rows x 2 panels
+    top_left, bottom_right = axes[0], axes[3]
+    assert [line.get_label() for line in top_left.get_lines()] == ["Llama"]
+    assert [line.get_label() for line in bottom_right.get_lines()] == ["LSTM", "xLSTM[1:0]"]
+    x, y = bottom_right.get_lines()[0].get_data()
+    assert list(x) == [32, 64, 128] and list(y) == pytest.approx([0.1875, 0.375, 0.75])
+    assert top_left.get_xscale() == "log" and top_left.get_title() == "Cl64 kv4"
+    assert len(top_left.collections) == 1  # the ± std band of a two-run line
+    plt.close(figure)
+
+
+def test_points_show_each_models_mean_with_its_interval():
+    table = cells(["lstm", "xlstm_1_1"], ["nns"], [128], lambda model, task, size: (0.1, 0.2, 0.3))
+    layout = PointsReport(kind="points", cells=["model"], metric="val/mse", confidence=0.99)
+    figure = points_figure(layout, table, "title")
+    (ax,) = figure.axes
+    container = ax.containers[0]
+    (segments,) = container.lines[2]
+    low, high = confidence_interval((0.1, 0.2, 0.3), 0.99)
+    assert [tuple(segment[:, 1]) for segment in segments.get_segments()] == [pytest.approx((low, high))] * 2
+    assert [label.get_text() for label in ax.get_xticklabels()] == ["LSTM", "xLSTM[1:1]"]
+    assert "99% t-interval" in ax.get_ylabel()
+    plt.close(figure)
+
+
+def size_sweep_artifact(folder, kind: str, layout: str):
+    """A two-size sweep of one model on parity whose report is of ``kind`` (placed by ``layout``)."""
+    (folder / "size-sweep.yaml").write_text(f"""
+artifact: size-sweep
+grid:
+  model: [xlstm_1_0]
+  task: [parity]
+  {SIZES}: [16, 32]
+  seed: [0, 1]
+selection: {{metric: val/scaled_accuracy, mode: max, choose: [], average: [seed]}}
+report: {{kind: {kind}, cells: [model, task, {SIZES}], metric: test/scaled_accuracy{layout}}}
+scales:
+  smoke:
+    overrides: [trainer.max_steps=10, trainer.batch_size=8, trainer.num_threads=null]
+""")
+
+
+@pytest.mark.parametrize("kind, layout, figure", [("lines", f", x: {SIZES}, panels: task", True), ("table", "", False)])
+def test_the_artifact_picks_the_kind_of_its_report(tmp_path, monkeypatch, kind, layout, figure):
+    monkeypatch.setenv("XLSTM_SUITE_ARTIFACTS", str(tmp_path))
+    size_sweep_artifact(tmp_path, kind, layout)
+    assert run_sweep("size-sweep", "smoke", jobs=1, root=tmp_path / "runs", run_function=RECORD_RUN) == 0
+    outcome = write_report("size-sweep", "smoke", tmp_path / "runs", tmp_path / "reports")
+    assert outcome.status == "written"
+    written = {path.name for path in outcome.paths}
+    assert ("size-sweep.png" in written) == figure and ("size-sweep.pdf" in written) == figure
+    page = (tmp_path / "reports" / "smoke" / "size-sweep.md").read_text()
+    assert ("![size-sweep](size-sweep.png)" in page) == figure
+    assert "| xLSTM[1:0] | Parity" in page
