@@ -16,8 +16,9 @@ from experiments.config.configuration import ConfigError, compose_run_config
 from experiments.config.validation import task_problems, validate_run_config
 from experiments.training.train import run_training
 from tasks import data_cache
+from tasks.fixed_sets import TEST_STREAM, TRAIN_STREAM, VALIDATION_STREAM, TrainingBatches
 from tasks.mqar import MQARTaskConfig, generate
-from tasks.mqar.data import TEST_STREAM, TRAIN_STREAM, VALIDATION_STREAM, MQARDataModule, TrainingBatches, mqar_set
+from tasks.mqar.data import MQARDataModule, mqar_set
 from tasks.mqar.generator import distinct_uniform
 from tasks.spec import IGNORE_INDEX
 

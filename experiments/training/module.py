@@ -14,11 +14,14 @@ SPLITS = ("val", "test")
 
 
 class SequenceTaskModule(L.LightningModule):
-    """Per-position classification: tokens (B, S) or vectors (B, S, d) -> class logits (B, S, C).
+    """Per-position classification or regression (the spec's output_kind): tokens (B, S) or vectors (B, S, d) ->
+    class logits (B, S, C) or scalars (B, S).
 
-    Positions whose target is -100 are ignored by the loss and the metrics. Accuracy is computed per sample over
-    its task-relevant positions, then averaged over samples; scaled accuracy maps random guessing (the task's
+    Classes: positions whose target is -100 are ignored by the loss and the metrics. Accuracy is computed per sample
+    over its task-relevant positions, then averaged over samples; scaled accuracy maps random guessing (the task's
     s_rand) to 0 and perfect to 1: (acc - s_rand) / (1 - s_rand).
+    Scalars: positions whose target is NaN are ignored; loss and metric are the mean squared error over the scored
+    positions of the whole split (``mse``, ``loss`` the same number).
     """
 
     def __init__(self, spec: TaskSpec, backbone: nn.Module, embedding_dim: int, optim: dict, max_steps: int):
@@ -32,14 +35,25 @@ class SequenceTaskModule(L.LightningModule):
             self.encoder = nn.Linear(spec.input_size, embedding_dim)
         self.backbone = backbone
         self.decoder = nn.Linear(embedding_dim, spec.num_classes)
-        self.accuracy = nn.ModuleDict({split: MeanMetric() for split in SPLITS})
+        self.scalar = spec.output_kind == "scalar"
+        if not self.scalar:
+            self.accuracy = nn.ModuleDict({split: MeanMetric() for split in SPLITS})
         self.loss = nn.ModuleDict({split: MeanMetric() for split in SPLITS})
 
-    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
-        return self.decoder(self.backbone(self.encoder(inputs)))  # (B, S, C)
+    @property
+    def monitor(self) -> tuple[str, str]:
+        """The validation metric that picks a run's best checkpoint and its better direction ("max" or "min")."""
+        return ("val/mse", "min") if self.scalar else ("val/scaled_accuracy", "max")
 
-    def _loss(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        outputs = self.decoder(self.backbone(self.encoder(inputs)))  # (B, S, C)
+        return outputs.squeeze(-1) if self.scalar else outputs  # scalars (B, S) or logits (B, S, C)
+
+    def _loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        if self.scalar:
+            scored = ~targets.isnan()  # (B, S)
+            return F.mse_loss(outputs[scored], targets[scored])
+        return F.cross_entropy(outputs.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
 
     def training_step(self, batch, batch_index):
         inputs, targets = batch
@@ -49,6 +63,9 @@ class SequenceTaskModule(L.LightningModule):
 
     def _evaluate(self, batch, split: str) -> None:
         inputs, targets = batch
+        if self.scalar:
+            self.loss[split].update(self._loss(self(inputs), targets), weight=(~targets.isnan()).sum())
+            return
         logits = self(inputs)  # (B, S, C)
         relevant = targets != IGNORE_INDEX  # (B, S)
         correct = (logits.argmax(-1) == targets) & relevant  # (B, S)
@@ -63,6 +80,11 @@ class SequenceTaskModule(L.LightningModule):
         self._evaluate(batch, "test")
 
     def _log_split(self, split: str) -> None:
+        if self.scalar:
+            mse = self.loss[split].compute()
+            self.log_dict({f"{split}/mse": mse, f"{split}/loss": mse}, prog_bar=split == "val")
+            self.loss[split].reset()
+            return
         accuracy = self.accuracy[split].compute()
         chance = self.spec.random_accuracy
         self.log_dict({

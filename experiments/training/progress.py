@@ -3,7 +3,7 @@ a start line, one line every ``interval_seconds`` and an end line, each ``step N
 
 Lightning's own bar counts batches per epoch; our runs are step budgets over an endless data stream, so this one
 counts global steps up to ``max_steps`` (from the resumed step on a restart) and shows the latest training loss and
-validation scaled accuracy."""
+validation scaled accuracy (a regression: validation MSE)."""
 
 import sys
 import time
@@ -12,7 +12,7 @@ from typing import Callable, TextIO
 from lightning.pytorch.callbacks import ProgressBar
 from tqdm import tqdm
 
-SHOWN_METRICS = {"train/loss": "loss", "val/scaled_accuracy": "val"}  # logged name -> short name on the bar
+SHOWN_METRICS = {"train/loss": "loss", "val/scaled_accuracy": "val", "val/mse": "val mse"}  # logged -> short name
 LOG_INTERVAL_SECONDS = 30.0
 
 

@@ -44,11 +44,13 @@ def _logger(config: DictConfig, run_dir: Path):
     return loggers.WandbLogger(save_dir=run_dir, name=run_dir.name, config=OmegaConf.to_container(config))
 
 
-def _checkpoint_callbacks(checkpoints: Path) -> tuple[ModelCheckpoint, ModelCheckpoint]:
-    """The best checkpoint by validation scaled accuracy (the run's metrics come from it) and ``last.ckpt``, rewritten
-    at every validation. Lightning's own ``save_last`` beside a monitored metric is rewritten only when that metric
-    improves. The order matters: ``last.ckpt`` then holds the best callback's state after the same validation."""
-    best = ModelCheckpoint(dirpath=checkpoints, monitor="val/scaled_accuracy", mode="max", save_top_k=1)
+def _checkpoint_callbacks(checkpoints: Path, monitor: tuple[str, str]) -> tuple[ModelCheckpoint, ModelCheckpoint]:
+    """The best checkpoint by the module's validation metric ``monitor`` (name, "max" or "min"; classification:
+    scaled accuracy, regression: MSE), the run's metrics come from it, and ``last.ckpt``, rewritten at every
+    validation. Lightning's own ``save_last`` beside a monitored metric is rewritten only when that metric improves.
+    The order matters: ``last.ckpt`` then holds the best callback's state after the same validation."""
+    metric, mode = monitor
+    best = ModelCheckpoint(dirpath=checkpoints, monitor=metric, mode=mode, save_top_k=1)
     latest = ModelCheckpoint(dirpath=checkpoints, filename="last", enable_version_counter=False)
     return best, latest
 
@@ -61,7 +63,7 @@ def _remove_abandoned_attempt(checkpoints: Path) -> None:
 
 def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     """Train one run into ``run_dir`` (logs, metrics.csv, checkpoints) and return its final metrics: validation and
-    test metrics of the checkpoint with the best validation scaled accuracy."""
+    test metrics of the checkpoint with the best validation metric (scaled accuracy; MSE for a regression)."""
     validate_run_config(config)
     run_dir = Path(run_dir)
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
@@ -83,7 +85,7 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     checkpoints = run_dir / "checkpoints"
     if config.trainer.checkpoint:
         _remove_abandoned_attempt(checkpoints)
-        best, latest = _checkpoint_callbacks(checkpoints)
+        best, latest = _checkpoint_callbacks(checkpoints, module.monitor)
         callbacks += [best, latest]
     if config.debug.fail_after_steps is not None:
         callbacks.append(FailAfterSteps(config.debug.fail_after_steps))

@@ -1,0 +1,89 @@
+"""Lightning data for a task with fixed training, validation and test sets (MQAR, NNS): the seeding of the sets
+and of the training order, endless training epochs, evaluation batches.
+
+Every model and every training seed of a run sees exactly the same data: the family draws its sets from
+`default_rng([data_seed, stream])` with streams 0 (training), 1 (validation) and 2 (test), so the three never share
+a seed; training epoch e visits the training set in the order `default_rng([data_seed, 3, e]).permutation`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol
+
+import lightning
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, IterableDataset
+
+TRAIN_STREAM, VALIDATION_STREAM, TEST_STREAM, TRAIN_ORDER_STREAM = 0, 1, 2, 3
+
+Batch = tuple[torch.Tensor, torch.Tensor]  # inputs and targets, laid out by the family's set
+
+
+class FixedSet(Protocol):
+    def __len__(self) -> int: ...
+
+    def examples(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Model inputs and targets of the samples ``rows`` (the batch's first dimension)."""
+
+
+def as_batch(samples: FixedSet, rows: np.ndarray) -> Batch:
+    inputs, targets = samples.examples(rows)
+    return torch.from_numpy(inputs), torch.from_numpy(targets)
+
+
+class TrainingBatches(IterableDataset):
+    """Endless training batches, epoch after epoch, each epoch in its own seeded order; an epoch is the set's
+    ``len // batch_size`` full batches (the rest of the order is left out of that epoch). Use with
+    `DataLoader(dataset, batch_size=None)`."""
+
+    def __init__(self, samples: FixedSet, batch_size: int, data_seed: int) -> None:
+        if batch_size > len(samples):
+            raise ValueError(f"batch_size={batch_size} is larger than the training set (train_samples="
+                             f"{len(samples)}); valid: batch_size <= {len(samples)}")
+        self.samples, self.batch_size, self.data_seed = samples, batch_size, data_seed
+
+    def __iter__(self) -> Iterator[Batch]:
+        epoch = 0
+        while True:
+            order = np.random.default_rng([self.data_seed, TRAIN_ORDER_STREAM, epoch]).permutation(len(self.samples))
+            for start in range(0, len(order) - self.batch_size + 1, self.batch_size):
+                yield as_batch(self.samples, order[start:start + self.batch_size])
+            epoch += 1
+
+
+class FixedSetsDataModule(lightning.LightningDataModule):
+    """A family's datamodule over its three fixed sets; the family gives ``fixed_set`` and ``spec``. ``config``
+    has ``data_seed``, ``train_samples``, ``val_samples``, ``test_samples`` and ``problems()``."""
+
+    def __init__(self, config, batch_size: int) -> None:
+        super().__init__()
+        problems = config.problems()
+        if problems:
+            raise ValueError("; ".join(problems))
+        self.config, self.batch_size = config, batch_size
+        self._evaluation: dict[int, list[Batch]] = {}
+
+    def fixed_set(self, stream: int, samples: int) -> FixedSet:
+        """The ``samples`` samples of ``stream``, drawn from `default_rng([config.data_seed, stream])`."""
+        raise NotImplementedError
+
+    def train_dataloader(self) -> DataLoader:
+        samples = self.fixed_set(TRAIN_STREAM, self.config.train_samples)
+        return DataLoader(TrainingBatches(samples, self.batch_size, self.config.data_seed), batch_size=None)
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(self._evaluation_batches(VALIDATION_STREAM, self.config.val_samples), batch_size=None)
+
+    def test_dataloader(self) -> DataLoader:
+        return DataLoader(self._evaluation_batches(TEST_STREAM, self.config.test_samples), batch_size=None)
+
+    def _evaluation_batches(self, stream: int, samples: int) -> list[Batch]:
+        """The fixed set of ``stream`` in order, cut into batches of batch_size (built once per stream)."""
+        if stream not in self._evaluation:
+            fixed = self.fixed_set(stream, samples)
+            starts = range(0, samples, self.batch_size)
+            self._evaluation[stream] = [as_batch(fixed, np.arange(start, min(start + self.batch_size, samples)))
+                                        for start in starts]
+        return self._evaluation[stream]
