@@ -30,6 +30,8 @@ BAD_REPORTS = [
      "unknown key report.panel; did you mean report.panels?"),
     ({"kind": "lines", "cells": ["model", SIZES], "metric": "m", "x": SIZES, "rows": {"xLSTM": []}},
      "report.rows={'xLSTM': []} must map each row's title to a non-empty list of model values"),
+    ({"kind": "lines", "cells": ["model", SIZES], "metric": "m", "x": SIZES, "rows": "task"},
+     "report.rows='task' must be one of the report's cells"),
     ({"kind": "lines", "cells": ["model", SIZES], "metric": "m", "x": SIZES, "log_x": "yes"},
      "report.log_x='yes' must be true or false"),
     ({"kind": "points", "cells": ["model"], "metric": "val/mse", "confidence": 1.5},
@@ -92,6 +94,22 @@ def test_lines_put_one_line_per_model_in_each_row_and_panel_of_the_layout():
     assert list(x) == [32, 64, 128] and list(y) == pytest.approx([0.1875, 0.375, 0.75])
     assert top_left.get_xscale() == "log" and top_left.get_title() == "Cl64 kv4"
     assert len(top_left.collections) == 1  # the ± std band of a two-run line
+    plt.close(figure)
+
+
+def test_lines_can_put_a_row_of_panels_per_value_of_a_cell_key():
+    """Experiment 2's layout: panels by the number of pairs, rows by the context length."""
+    table = cells(["xlstm_1_1", "rwkv5"], ["cl756_kv48", "cl2048_kv48", "cl2048_kv96"], [64, 128],
+                  lambda model, task, size: (0.5,))
+    table["context"] = table["task"].str.extract(r"cl(\d+)", expand=False).astype(int)
+    table["pairs"] = table["task"].str.extract(r"kv(\d+)", expand=False).astype(int)
+    layout = LinesReport(kind="lines", cells=["model", "context", "pairs", SIZES], metric="val/accuracy", x=SIZES,
+                         panels="pairs", rows="context")
+    figure = lines_figure(layout, table, "title")
+    drawn = [ax for ax in figure.axes if ax.get_lines()]
+    assert len(figure.axes) == 4 and len(drawn) == 3  # rows 756 and 2048 x panels 48 and 96; 756 has no kv 96
+    assert figure.axes[0].get_ylabel().startswith("context=756") and figure.axes[2].get_ylabel().startswith("context=2048")
+    assert [line.get_label() for line in figure.axes[3].get_lines()] == ["xLSTM[1:1]", "RWKV-5"]
     plt.close(figure)
 
 

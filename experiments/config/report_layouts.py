@@ -49,22 +49,24 @@ class HeatmapReport(Report):
 @dataclass(frozen=True, kw_only=True)
 class LinesReport(Report):
     """The metric against ``x`` (a numeric cell key), one line per value of ``lines``, one panel per value of
-    ``panels`` (or one panel); ``rows``: row title -> the ``lines`` values drawn in that row of panels (the paper's
-    model groups; every line in one row without it); ``log_x``: a logarithmic x axis (model sizes)."""
+    ``panels`` (or one panel); ``rows``: a row of panels per value of a cell key (e.g. the context length), or
+    row title -> the ``lines`` values drawn in that row (the paper's model groups), or one row of every line;
+    ``log_x``: a logarithmic x axis (model sizes)."""
 
     x: str
     lines: str = "model"
     panels: str | None = None
-    rows: dict | None = None
+    rows: dict | str | None = None
     log_x: bool = False
 
     def placed_by(self) -> dict[str, str | None]:
-        return {"x": self.x, "lines": self.lines, "panels": self.panels}
+        return {"x": self.x, "lines": self.lines, "panels": self.panels,
+                "rows": self.rows if isinstance(self.rows, str) else None}
 
     def problems(self) -> list[str]:
         problems = super().problems()
-        if self.rows is not None and not (self.rows and all(isinstance(values, list) and values
-                                                            for values in self.rows.values())):
+        if isinstance(self.rows, dict) and not (self.rows and all(isinstance(values, list) and values
+                                                                  for values in self.rows.values())):
             problems.append(f"rows={self.rows!r} must map each row's title to a non-empty list of {self.lines} values")
         return problems
 

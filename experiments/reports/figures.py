@@ -50,20 +50,19 @@ def grouped_heatmap(values: pd.DataFrame, annotations: pd.DataFrame, notes: pd.D
     return figure
 
 
-def line_panels(data: pd.DataFrame, *, x: str, line: str, panel: str | None, rows: dict[str, list] | None,
+def line_panels(data: pd.DataFrame, *, x: str, line: str, panel: str | None, row_lines: dict[str, tuple],
                 line_names: dict, panel_names: dict, title: str, y_label: str, log_x: bool) -> plt.Figure:
     """The mean (``ours``) against ``x``, one line per value of ``line`` (named by ``line_names``), a band of
     ± ``std`` where a point combines several runs; one panel per value of ``panel`` (named by ``panel_names``)
-    in each row, a row per entry of ``rows`` (title -> the line values it draws; one row of every line without)."""
+    in each row; ``row_lines``: row title -> (the rows of ``data`` it shows, the line values it draws, in order)."""
     panel_values = list(dict.fromkeys(data[panel])) if panel else [None]
-    row_lines = rows or {"": list(dict.fromkeys(data[line]))}
     figure, axes = plt.subplots(len(row_lines), len(panel_values), squeeze=False, sharex=True, sharey=True,
                                 figsize=(1.5 + 3.2 * len(panel_values), 0.8 + 2.6 * len(row_lines)))
     colours = dict(zip(dict.fromkeys(data[line]), sns.color_palette("tab10", n_colors=data[line].nunique())))
-    for row, (row_title, line_values) in enumerate(row_lines.items()):
+    for row, (row_title, (row_data, line_values)) in enumerate(row_lines.items()):
         for column, panel_value in enumerate(panel_values):
             ax = axes[row, column]
-            shown = data if panel is None else data[data[panel] == panel_value]
+            shown = row_data if panel is None else row_data[row_data[panel] == panel_value]
             for value in line_values:
                 points = shown[shown[line] == value].dropna(subset=["ours"]).sort_values(x)
                 if points.empty:

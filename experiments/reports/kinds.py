@@ -59,8 +59,19 @@ def heatmap_figure(layout: HeatmapReport, table: pd.DataFrame, title: str) -> pl
     return grouped_heatmap(values, annotations, notes, groups, title, metric_scale(layout.metric))
 
 
+def row_lines(layout: LinesReport, table: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, list]]:
+    """Row title -> (its cells, its lines): one row per model group of ``rows`` (a mapping), per value of the cell
+    key ``rows`` names, or one row of every line."""
+    if isinstance(layout.rows, dict):
+        return {title: (table[table[layout.lines].isin(values)], values) for title, values in layout.rows.items()}
+    if isinstance(layout.rows, str):
+        return {value_name(layout.rows, value): (cells, list(dict.fromkeys(cells[layout.lines])))
+                for value, cells in table.groupby(layout.rows, sort=False)}
+    return {"": (table, list(dict.fromkeys(table[layout.lines])))}
+
+
 def lines_figure(layout: LinesReport, table: pd.DataFrame, title: str) -> plt.Figure:
-    return line_panels(table, x=layout.x, line=layout.lines, panel=layout.panels, rows=layout.rows,
+    return line_panels(table, x=layout.x, line=layout.lines, panel=layout.panels, row_lines=row_lines(layout, table),
                        line_names=names(table, layout.lines), panel_names=names(table, layout.panels), title=title,
                        y_label=metric_label(layout.metric), log_x=layout.log_x)
 
