@@ -152,6 +152,39 @@ def test_a_finding_page_counts_the_runs_that_solve(formal_main_smoke):
            "for xLSTM[0:1]." in page
 
 
+NNS_FINDING = {"quote": "xLSTM overcomes this limitation", "source": "Figure 1", "where": {"task": "nns"},
+               "than": "lstm", "expect": {"below": ["xlstm_0_1", "xlstm_1_0", "xlstm_1_1"], "above": ["llama"]}}
+
+
+def nns_table(values):
+    return pd.DataFrame({"model": list(values), "task": "nns", "values": [tuple(runs) for runs in values.values()]})
+
+
+def test_a_comparison_finding_judges_each_run_against_the_other_models_mean():
+    finding, = findings_of({"findings": [NNS_FINDING]})
+    table = nns_table({"lstm": [0.06, 0.08], "xlstm_0_1": [0.01, 0.02], "xlstm_1_0": [0.05, 0.09], "xlstm_1_1": [0.08],
+                       "llama": [0.01]})
+    checked = check(finding, table).set_index("model")
+    assert checked.loc["xlstm_0_1", "ours"] == "below" and checked.loc["xlstm_0_1", "agrees"] == "yes"
+    assert checked.loc["xlstm_1_0", "ours"] == "mixed" and checked.loc["xlstm_1_0", "solved_runs"] == 1
+    assert checked.loc["xlstm_1_1", "ours"] == "above" and checked.loc["xlstm_1_1", "agrees"] == "no"
+    assert checked.loc["llama", "ours"] == "below" and checked.loc["llama", "agrees"] == "no"
+    page = finding_markdown(finding, table, "val/mse")
+    assert "Below means val/mse < the mean of LSTM's runs (0.070)" in page
+    assert "| xLSTM[1:0] | below | mixed | 1 of 2 | 0.050, 0.090 | partly |" in page
+    without_lstm = check(finding, nns_table({"xlstm_0_1": [0.01]})).set_index("model")
+    assert without_lstm.loc["xlstm_0_1", "ours"] == "no finished run of lstm"
+    assert pd.isna(without_lstm.loc["xlstm_0_1", "agrees"])
+
+
+@pytest.mark.parametrize("change, message", [({"than": None}, "needs 'than'"),
+                                             ({"expect": {"below": ["a"], "solved": ["b"]}}, "not both"),
+                                             ({"than": None, "expect": {"solved": ["a"]}}, "needs a 'threshold'")])
+def test_a_finding_states_what_its_expectations_need(change, message):
+    with pytest.raises(ValueError, match=message):
+        findings_of({"findings": [NNS_FINDING | change]})
+
+
 @pytest.fixture(scope="module")
 def formal_main_smoke():
     artifact = load_artifact("formal-main")

@@ -7,7 +7,7 @@ import pandas as pd
 from experiments.config.artifacts import Artifact, PlannedRun
 from experiments.config.titles import config_values, summary, title_of
 from experiments.display import SCALE_NOTES, label, model_name
-from experiments.reports.findings import Finding, check
+from experiments.reports.findings import Finding, check, reference_mean
 
 UNPRINTED_MARK = "no number¹"
 
@@ -56,16 +56,27 @@ def cells_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
 def finding_markdown(finding: Finding, table: pd.DataFrame, metric: str) -> str:
     checked = check(finding, table)
     where = ", ".join(f"{key} {label(str(value)) if key == 'task' else value}" for key, value in finding.where.items())
+    on = f" on {where}" if where else " on every cell"
+    if finding.compares:
+        selected = table
+        for key, value in finding.where.items():
+            selected = selected[selected[key] == value]
+        reference = reference_mean(finding, selected)
+        mean = "no finished run" if reference is None else f"{reference:.3f}"
+        rule = (f"Below means {metric} < the mean of {model_name(finding.than)}'s runs ({mean}){on}, judged run by "
+                f"run: a model is below when all its runs are, above when none is, mixed otherwise.")
+        counted, side = "runs below", "below"
+    else:
+        rule = (f"Solved means {metric} >= {finding.threshold:g}{on} (our threshold; the paper states none), judged run "
+                "by run: a model is solved when all its runs are, unsolved when none is, mixed otherwise.")
+        counted, side = "runs solved", "solved"
     lines = [
-        f"> {finding.quote}", ">", f"> -- the paper, {finding.source}", "",
-        f"Solved means {metric} >= {finding.threshold:g}{f' on {where}' if where else ' on every cell'} "
-        "(our threshold; the paper states none), judged run by run: a model is solved when all its runs are, "
-        "unsolved when none is, mixed otherwise.", "",
-        "| model | paper | ours | runs solved | our values | agrees |", "| --- | --- | --- | --- | --- | --- |",
+        f"> {finding.quote}", ">", f"> -- the paper, {finding.source}", "", rule, "",
+        f"| model | paper | ours | {counted} | our values | agrees |", "| --- | --- | --- | --- | --- | --- |",
     ]
     for row in checked.itertuples():
         values = ", ".join(f"{value:.3f}" for value in row.values)
-        solved = f"{row.solved_runs} of {len(row.values)}" if row.values else ""
+        solved = f"{row.solved_runs} of {len(row.values)}" if row.values and not pd.isna(row.agrees) else ""
         agrees = "-" if pd.isna(row.agrees) else ("**no**" if row.agrees == "no" else row.agrees)
         lines.append(f"| {model_name(row.model)} | {row.paper} | {row.ours} | {solved} | {values} | {agrees} |")
     judged = checked[checked["agrees"].notna()]
@@ -73,7 +84,7 @@ def finding_markdown(finding: Finding, table: pd.DataFrame, metric: str) -> str:
         names = {verdict: [model_name(model) for model in judged.loc[judged["agrees"] == verdict, "model"]]
                  for verdict in ("yes", "partly", "no")}
         lines += ["", f"Ours agrees for {len(names['yes'])} of the {len(judged)} models with results at this scale"
-                  + (f"; partly (solved in some runs, not all) for {', '.join(names['partly'])}" if names["partly"] else "")
+                  + (f"; partly ({side} in some runs, not all) for {', '.join(names['partly'])}" if names["partly"] else "")
                   + (f"; it differs for {', '.join(names['no'])}" if names["no"] else "") + "."]
     return "\n".join(lines)
 
