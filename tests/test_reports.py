@@ -270,3 +270,17 @@ def test_a_cell_of_several_seeds_shows_its_mean_spread_and_how_many_seeds_solve_
     texts = [text.get_text() for text in figure.axes[0].texts]
     assert "0.72\n±0.37" in texts and "0.02" in texts  # the spread in the figure, beside the mean
     plt.close(figure)
+
+
+def test_a_scales_reading_is_on_its_page_and_an_unknown_scale_key_is_refused(formal_main_smoke, tmp_path):
+    artifact, runs = formal_main_smoke
+    table = smoke_table(artifact, runs, {("lstm", "parity"): 1.0})
+    read = dataclasses.replace(artifact, scales={**artifact.scales, "smoke": {**artifact.scales["smoke"],
+                                                                            "reading": "Ten steps show nothing."}})
+    assert "## What this scale shows\n\nTen steps show nothing.\n" in markdown(read, runs, table, "smoke", None, [], [])
+    assert "What this scale shows" not in markdown(artifact, runs, table, "smoke", None, [], [])
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(artifact_files()[FIXTURE].read_text().replace("artifact: sweep-fixture", "artifact: broken")
+                      .replace("  smoke:\n    grid:", "  smoke:\n    readin: x\n    grid:"))
+    with pytest.raises(ValueError, match=r"unknown keys \['readin'\] of scale smoke; valid keys: \['grid'"):
+        artifact_from_yaml(broken)

@@ -19,6 +19,8 @@ ARTIFACTS = CONFIGS / "paper"
 EXTRA_ARTIFACTS_VARIABLE = "XLSTM_SUITE_ARTIFACTS"  # more folders of artifact files (os.pathsep-separated)
 SCALES = ("smoke", "mini", "paper")
 ARTIFACT_KEYS = ("artifact", "title", "grid", "overrides", "cell_overrides", "selection", "report", "paper", "scales")
+# A scale's settings; ``reading``: what its results show and what they cannot, printed on its report page
+SCALE_KEYS = ("grid", "overrides", "cell_overrides", "reading")
 MODEL_NOT_REGISTERED = "not in the model registry yet (the baseline zoo issue adds it)"
 
 
@@ -131,6 +133,10 @@ def artifact_from_yaml(path: Path) -> Artifact:
     unknown_scales = sorted(set(content.get("scales") or {}) - set(SCALES))
     if unknown_scales:
         raise ValueError(f"{path}: unknown scales {unknown_scales}; valid choices: {list(SCALES)}")
+    for scale, settings in (content.get("scales") or {}).items():
+        unknown = sorted(set(settings or {}) - set(SCALE_KEYS))
+        if unknown:
+            raise ValueError(f"{path}: unknown keys {unknown} of scale {scale}; valid keys: {list(SCALE_KEYS)}")
     if content.get("report"):
         try:
             report_layout(content["report"])

@@ -110,5 +110,8 @@ def markdown(artifact: Artifact, runs: Sequence[PlannedRun], table: pd.DataFrame
         lines += [f"![{artifact.name}]({figure_name})", ""]
     for finding in findings:
         lines += ["## The paper's finding and ours", "", finding_markdown(finding, table, report["metric"]), ""]
+    reading = artifact.scales.get(scale, {}).get("reading")
+    if reading:
+        lines += ["## What this scale shows", "", reading.strip(), ""]
     lines += ["## Cells", "", cells_markdown(artifact, table)]
     return "\n".join(lines) + "\n"
