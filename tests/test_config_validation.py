@@ -37,7 +37,7 @@ BAD_VALUES = [
     (["optim.lrr=1e-3"], ["unknown key optim.lrr; did you mean optim.lr?"]),
     (["+optim.lrr=1e-3"], ["unknown key optim.lrr; did you mean optim.lr?"]),
     (["+trainer.max_step=10"], ["unknown key trainer.max_step; did you mean trainer.max_steps?"]),
-    (["+learning_rate=1e-3"], ["unknown key learning_rate (valid keys at the top level: artifact, debug, model"]),
+    (["+learning_rate=1e-3"], ["unknown key learning_rate (valid keys at the top level: artifact, debug, evaluate, model"]),
     (["model.embedding_dim=abc"], ["model.embedding_dim='abc' must be an integer"]),
     (["model.num_blocks=0"], ["model.num_blocks=0 must be >= 1"]),
     (["seed=-1"], ["seed=-1 must be >= 0"]),

@@ -282,5 +282,5 @@ def test_a_scales_reading_is_on_its_page_and_an_unknown_scale_key_is_refused(for
     broken = tmp_path / "broken.yaml"
     broken.write_text(artifact_files()[FIXTURE].read_text().replace("artifact: sweep-fixture", "artifact: broken")
                       .replace("  smoke:\n    grid:", "  smoke:\n    readin: x\n    grid:"))
-    with pytest.raises(ValueError, match=r"unknown keys \['readin'\] of scale smoke; valid keys: \['grid'"):
+    with pytest.raises(ValueError, match=r"scales.smoke: unknown keys \['readin'\]; valid keys: \['evaluates', 'grid'"):
         artifact_from_yaml(broken)

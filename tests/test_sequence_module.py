@@ -75,3 +75,43 @@ def test_a_classification_spec_keeps_its_decoder_and_selection():
 def test_a_spec_names_what_is_inconsistent(changes, message):
     with pytest.raises(ValueError, match=message):
         TaskSpec(**{**SCALAR.__dict__, **changes})
+
+
+TOKENS = TaskSpec(name="recall", input_kind="tokens", input_size=11, num_classes=11, random_accuracy=0.1, group="test")
+
+
+def token_batch():
+    torch.manual_seed(1)
+    inputs = torch.randint(0, 11, (3, 6))  # (B, S)
+    targets = torch.full((3, 6), -100)  # (B, S)
+    targets[0, [1, 4]] = torch.tensor([3, 5])
+    targets[1, 2] = 7  # the third sample scores nothing
+    return inputs, targets
+
+
+def test_classes_are_decoded_at_the_scored_positions_only_with_the_full_decoders_loss_and_accuracy(monkeypatch):
+    torch.manual_seed(0)
+    module = SequenceTaskModule(TOKENS, nn.Linear(4, 4), embedding_dim=4, optim=OPTIM, max_steps=10)
+    monkeypatch.setattr(module, "log", lambda *arguments, **options: None)
+    logged = {}
+    monkeypatch.setattr(module, "log_dict", lambda metrics, **options: logged.update(metrics))
+    inputs, targets = token_batch()
+    full = module(inputs)  # (B, S, C): every position decoded
+    assert torch.allclose(module.training_step((inputs, targets), 0), module._loss(full, targets))
+    with torch.no_grad():
+        module.validation_step((inputs, targets), 0)
+    module.on_validation_epoch_end()
+    correct = full.argmax(-1) == targets
+    expected = ((correct[0, 1].float() + correct[0, 4].float()) / 2 + correct[1, 2].float()) / 2  # per sample, then mean
+    assert math.isclose(logged["val/accuracy"], float(expected), abs_tol=1e-6)
+    assert math.isclose(logged["val/loss"], float(module._loss(full, targets).detach()), rel_tol=1e-5)
+
+
+def test_tied_embeddings_share_one_weight_and_a_task_without_matching_tokens_refuses_them():
+    module = SequenceTaskModule(TOKENS, nn.Identity(), embedding_dim=4, optim=OPTIM, max_steps=10, tie_embeddings=True)
+    assert module.decoder.weight is module.encoder.weight and module.decoder.bias is None
+    assert sum(parameter.numel() for parameter in module.parameters()) == 11 * 4
+    untied = SequenceTaskModule(TOKENS, nn.Identity(), embedding_dim=4, optim=OPTIM, max_steps=10)
+    assert untied.decoder.weight is not untied.encoder.weight and untied.decoder.bias is not None
+    with pytest.raises(ValueError, match="tie_embeddings needs token inputs"):
+        SequenceTaskModule(SCALAR, nn.Identity(), embedding_dim=4, optim=OPTIM, max_steps=10, tie_embeddings=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from experiments.config.cell_composer import CellComposer
 from experiments.config.configuration import CONFIGS, ConfigError, compose_run_config, config_yaml, load_yaml
@@ -18,9 +18,12 @@ from models.catalog import known_backbones
 ARTIFACTS = CONFIGS / "paper"
 EXTRA_ARTIFACTS_VARIABLE = "XLSTM_SUITE_ARTIFACTS"  # more folders of artifact files (os.pathsep-separated)
 SCALES = ("smoke", "mini", "paper")
-ARTIFACT_KEYS = ("artifact", "title", "grid", "overrides", "cell_overrides", "selection", "report", "paper", "scales")
+ARTIFACT_KEYS = ("artifact", "title", "evaluates", "grid", "cell_grids", "exclude", "overrides", "cell_overrides",
+                 "selection", "report", "paper", "scales")
 # A scale's settings; ``reading``: what its results show and what they cannot, printed on its report page
-SCALE_KEYS = ("grid", "overrides", "cell_overrides", "reading")
+SCALE_KEYS = ("evaluates", "grid", "cell_grids", "exclude", "overrides", "cell_overrides", "reading")
+EVALUATES_KEYS = ("artifact", "where", "checkpoint")
+CHECKPOINTS = ("best", "last")
 MODEL_NOT_REGISTERED = "not in the model registry yet (the baseline zoo issue adds it)"
 
 
@@ -35,6 +38,7 @@ class PlannedRun:
     unavailable: str | None = None
     config: DictConfig | None = None
     run_id: str | None = None
+    trained_by: "PlannedRun | None" = None  # an evaluation-only run: the training run whose checkpoint it evaluates
 
     @property
     def label(self) -> str:
@@ -58,6 +62,16 @@ class Artifact:
     # what the paper prints for the artifact: ``unprinted`` (why it prints no numbers, if so) and ``findings``
     # (experiments.reports.findings)
     paper: dict = field(default_factory=dict)
+    # grid key -> value -> a grid of more keys for the cells with that value only, e.g. settings that go together
+    # ({"task.context_length": {64: {"task.num_kv_pairs": [4]}}}) or a learning-rate set per batch size
+    cell_grids: dict[str, dict[Any, dict[str, list]]] = field(default_factory=dict)
+    # partial cells to leave out: each rule maps cell keys to a value or a list of values; a cell matching every
+    # key of a rule is dropped (e.g. {"model": "llama", "task.context_length": [756, 1024]})
+    exclude: list[dict[str, Any]] = field(default_factory=list)
+    # evaluation only: ``artifact`` (whose runs are evaluated), ``where`` (which of its cells: key -> value or list),
+    # ``checkpoint`` (best or last); each of those runs is evaluated once per cell of this artifact's grid, whose
+    # values replace the training cell's (e.g. a longer context length), with no training
+    evaluates: dict[str, Any] = field(default_factory=dict)
 
     @property
     def layout(self):
@@ -68,6 +82,54 @@ class Artifact:
         """The base grid with the keys the scale's grid replaces (new keys go last)."""
         check_scale(scale)
         return self.grid | self.scales.get(scale, {}).get("grid", {})
+
+    def cell_grids_of(self, scale: str) -> dict[str, dict[Any, dict[str, list]]]:
+        """The base cell grids with the keys the scale's cell_grids replace."""
+        check_scale(scale)
+        return self.cell_grids | (self.scales.get(scale, {}).get("cell_grids") or {})
+
+    def exclude_of(self, scale: str) -> list[dict[str, Any]]:
+        """The scale's exclusion rules if it has its own, else the artifact's."""
+        check_scale(scale)
+        settings = self.scales.get(scale, {})
+        return list(settings["exclude"] or []) if "exclude" in settings else list(self.exclude)
+
+    def evaluates_of(self, scale: str) -> dict[str, Any]:
+        """The evaluation section with the keys the scale's ``evaluates`` replaces; {} for a training artifact."""
+        check_scale(scale)
+        return self.evaluates | (self.scales.get(scale, {}).get("evaluates") or {}) if self.evaluates else {}
+
+    def cells(self, scale: str) -> list[dict[str, Any]]:
+        """The scale's cells in a stable order: the product of its grid, each cell extended by the product of the
+        cell grids of its values (in the order of ``cell_grids``; a cell grid may key on an earlier one's keys),
+        less the excluded ones. ValueError naming the problem for a cell grid or exclusion that does not fit."""
+        grid = self.grid_of(scale)
+        cells = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+        known = list(grid)
+        for key, table in self.cell_grids_of(scale).items():
+            if key not in known:
+                raise ValueError(f"cell_grids.{key}: {key!r} is not a key of the grid (at scale {scale!r}) nor of an "
+                                 f"earlier cell grid; valid keys: {known}")
+            entries = {override_value(value): value for value in table}
+            expanded = []
+            for cell in cells:
+                value = override_value(cell[key])
+                if value not in entries:
+                    raise ValueError(f"cell_grids.{key} has no grid for {key}={value} (at scale {scale!r}); it has "
+                                     f"grids for {sorted(entries)}")
+                subgrid = table[entries[value]] or {}
+                check_subgrid(f"cell_grids.{key}.{value}", subgrid, cell)
+                expanded += [cell | dict(zip(subgrid, values)) for values in itertools.product(*subgrid.values())]
+                known += [name for name in subgrid if name not in known]
+            cells = expanded
+        rules = self.exclude_of(scale)
+        for index, rule in enumerate(rules):
+            check_exclusion(f"exclude[{index}]", rule, cells, known, scale)
+        return [cell for cell in cells if not any(excluded(cell, rule) for rule in rules)]
+
+    def cell_keys(self, scale: str) -> list[str]:
+        """Every key of the scale's cells: the grid's, then those the cell grids add."""
+        return list(dict.fromkeys(key for cell in self.cells(scale) for key in cell)) or list(self.grid_of(scale))
 
     def overrides_of(self, scale: str) -> list[str]:
         check_scale(scale)
@@ -81,13 +143,14 @@ class Artifact:
         """Every cell of the scale's grid in a stable order, available ones composed (ConfigError on bad input).
 
         Overrides, later ones winning: the cell's grid values, the artifact's cell overrides, the artifact's
-        overrides, the scale's overrides, the scale's cell overrides, artifact and scale names, the user's."""
-        grid = self.grid_of(scale)
+        overrides, the scale's overrides, the scale's cell overrides, artifact and scale names, the user's.
+        An evaluating artifact (``evaluates``) plans one run per training run and cell of its grid instead."""
+        if self.evaluates:
+            return self.evaluation_runs(scale, extra_overrides)
         scale_cell_overrides = self.scales.get(scale, {}).get("cell_overrides") or {}
         names = [f"artifact={self.name}", f"scale={scale}"]
         cells = []
-        for values in itertools.product(*grid.values()):
-            cell = dict(zip(grid, values))
+        for cell in self.cells(scale):
             overrides = [
                 *(f"{key}={override_value(value)}" for key, value in cell.items()),
                 *self.cell_overrides_of(cell, self.cell_overrides),
@@ -98,12 +161,54 @@ class Artifact:
                 *extra_overrides,
             ]
             cells.append((cell, overrides))
-        compose = CellComposer(value_keys=list(grid))
+        compose = CellComposer(value_keys=self.cell_keys(scale))
         runs: list[PlannedRun | None] = [None] * len(cells)
         for index in models_first([cell for cell, _ in cells]):
             runs[index] = plan_run(self.name, scale, *cells[index], compose=compose)
         check_distinct(runs, extra_overrides)
         return runs
+
+
+    def evaluation_runs(self, scale: str, extra_overrides: Sequence[str] = ()) -> list[PlannedRun]:
+        """Per training run of ``evaluates.artifact`` at this scale whose cell matches ``evaluates.where`` (the
+        user's overrides apply to those too), per cell of this grid: the training run's overrides with this cell's
+        values, this artifact's overrides and the ``evaluate`` section naming the training run."""
+        evaluates = self.evaluates_of(scale)
+        source = load_artifact(evaluates["artifact"])
+        if source.evaluates:
+            raise ConfigError(f"{self.name}: evaluates.artifact={source.name!r} is itself an evaluating artifact")
+        source_cells = source.cells(scale)
+        try:
+            check_exclusion("evaluates.where", evaluates["where"], source_cells, source.cell_keys(scale), scale)
+        except ValueError as error:
+            raise ConfigError(f"{self.name}: {error} (the cells of {source.name})") from None
+        trained = [run for run in source.runs(scale, extra_overrides) if excluded(run.cell, evaluates["where"])]
+        names = {f"artifact={source.name}", f"scale={scale}"}
+        cells = self.cells(scale)
+        compose = CellComposer(value_keys=list(dict.fromkeys([*source.cell_keys(scale), *self.cell_keys(scale)])))
+        planned = []
+        for training in trained:
+            for cell in cells:
+                kept = [override for override in training.overrides if override not in names
+                        and override not in extra_overrides and override.split("=", 1)[0] not in cell]
+                section = {"artifact": source.name, "scale": scale, "run_id": training.run_id,
+                           "checkpoint": evaluates.get("checkpoint", "best"), "cell": training.label}
+                composed = [*kept, *(f"{key}={override_value(value)}" for key, value in cell.items()), *self.overrides,
+                            *self.overrides_of(scale), f"artifact={self.name}", f"scale={scale}", *extra_overrides]
+                overrides = [*composed, *(f"+evaluate.{key}={override_value(value, quote_strings=True)}"
+                                          for key, value in section.items())]
+                run = PlannedRun(self.name, scale, training.cell | cell, overrides, unavailable=training.unavailable,
+                                 trained_by=training)
+                if training.unavailable is None:
+                    # one compose per structure (the evaluate section, different in every run, is set afterwards)
+                    run.config = compose(composed)
+                    with open_dict(run.config):
+                        run.config.evaluate = section
+                    validate_run_config(run.config)
+                    run.run_id = run_id_of(run.config)
+                planned.append(run)
+        check_distinct(planned, extra_overrides)
+        return planned
 
 
 def artifact_files() -> dict[str, Path]:
@@ -136,13 +241,13 @@ def artifact_from_yaml(path: Path) -> Artifact:
     for scale, settings in (content.get("scales") or {}).items():
         unknown = sorted(set(settings or {}) - set(SCALE_KEYS))
         if unknown:
-            raise ValueError(f"{path}: unknown keys {unknown} of scale {scale}; valid keys: {list(SCALE_KEYS)}")
+            raise ValueError(f"{path}: scales.{scale}: unknown keys {unknown}; valid keys: {list(SCALE_KEYS)}")
     if content.get("report"):
         try:
             report_layout(content["report"])
         except ValueError as error:
             raise ValueError(f"{path}: {error}") from None
-    return Artifact(
+    artifact = Artifact(
         name=content["artifact"],
         title=content.get("title", content["artifact"]),
         grid=content.get("grid") or {},
@@ -152,7 +257,74 @@ def artifact_from_yaml(path: Path) -> Artifact:
         scales={scale: settings or {} for scale, settings in (content.get("scales") or {}).items()},
         cell_overrides=content.get("cell_overrides") or {},
         paper=content.get("paper") or {},
+        cell_grids=content.get("cell_grids") or {},
+        exclude=content.get("exclude") or [],
+        evaluates=content.get("evaluates") or {},
     )
+    for where, evaluates in [("evaluates", artifact.evaluates),
+                             *((f"scales.{scale}.evaluates", (settings or {}).get("evaluates"))
+                               for scale, settings in artifact.scales.items())]:
+        problem = evaluates_problem(evaluates, base=where == "evaluates")
+        if problem:
+            raise ValueError(f"{path}: {where}: {problem}")
+    for scale in SCALES:  # cell grids and exclusions are checked when the artifact loads, not when a sweep starts
+        try:
+            artifact.cells(scale)
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
+    return artifact
+
+
+def evaluates_problem(evaluates: Any, base: bool) -> str | None:
+    """What is wrong with an ``evaluates`` section (None if it is absent or sound); the base one needs ``artifact``
+    and ``where``, a scale's may replace any of its keys."""
+    if evaluates is None or evaluates == {}:
+        return None
+    if not isinstance(evaluates, dict):
+        return f"must be a mapping with the keys {list(EVALUATES_KEYS)}, got {evaluates!r}"
+    unknown = sorted(set(evaluates) - set(EVALUATES_KEYS))
+    if unknown:
+        return f"unknown keys {unknown}; valid keys: {list(EVALUATES_KEYS)}"
+    missing = [key for key in ("artifact", "where") if base and key not in evaluates]
+    if missing:
+        return f"missing {missing} (the training artifact and which of its cells to evaluate)"
+    if "artifact" in evaluates and evaluates["artifact"] not in artifact_files():
+        return f"artifact={evaluates['artifact']!r} is not an artifact; valid choices: {known_artifacts()}"
+    if "where" in evaluates and not isinstance(evaluates["where"], dict):
+        return f"where={evaluates['where']!r} must map cell keys to a value or a list of values"
+    if evaluates.get("checkpoint", "best") not in CHECKPOINTS:
+        return f"checkpoint={evaluates['checkpoint']!r} is not valid; valid choices: {list(CHECKPOINTS)}"
+    return None
+
+
+def check_subgrid(where: str, subgrid: Any, cell: dict[str, Any]) -> None:
+    if not isinstance(subgrid, dict):
+        raise ValueError(f"{where} must map keys to lists of values, got {subgrid!r}")
+    for name, values in subgrid.items():
+        if name in cell:
+            raise ValueError(f"{where}: {name!r} is already a key of the cell {cell}; a cell grid adds new keys only")
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"{where}.{name} must be a non-empty list of values, got {values!r}")
+
+
+def check_exclusion(where: str, rule: Any, cells: list[dict[str, Any]], known: list[str], scale: str) -> None:
+    """A rule names cell keys and, for each, values that some cell has (a typo would exclude nothing)."""
+    if not isinstance(rule, dict) or not rule:
+        raise ValueError(f"{where} must map cell keys to a value or a list of values, got {rule!r}")
+    for key, wanted in rule.items():
+        if key not in known:
+            raise ValueError(f"{where}: {key!r} is not a cell key (at scale {scale!r}); valid keys: {known}")
+        present = {override_value(cell[key]) for cell in cells if key in cell}
+        for value in wanted if isinstance(wanted, list) else [wanted]:
+            if override_value(value) not in present:
+                raise ValueError(f"{where}: no cell has {key}={override_value(value)} (at scale {scale!r}); its "
+                                 f"values: {sorted(present)}")
+
+
+def excluded(cell: dict[str, Any], rule: dict[str, Any]) -> bool:
+    return all(key in cell and override_value(cell[key]) in
+               {override_value(value) for value in (wanted if isinstance(wanted, list) else [wanted])}
+               for key, wanted in rule.items())
 
 
 def check_scale(scale: str) -> None:
@@ -177,7 +349,7 @@ def plan_run(artifact: str, scale: str, cell: dict[str, Any], overrides: list[st
     if model is not None and not (CONFIGS / "model" / f"{model}.yaml").exists():
         return PlannedRun(artifact, scale, cell, overrides, unavailable=MODEL_NOT_REGISTERED)
     config = compose(overrides)
-    if model is not None and not model_is_registered(model):
+    if model is not None and not model_is_registered(config.model.name):  # a model config names its backbone
         return PlannedRun(artifact, scale, cell, overrides, unavailable=MODEL_NOT_REGISTERED)
     validate_run_config(config)
     return PlannedRun(artifact, scale, cell, overrides, config=config, run_id=run_id_of(config))

@@ -39,6 +39,9 @@ class ModelSection:
     embedding_dim: int = field(metadata=AT_LEAST_ONE)
     num_blocks: int = field(metadata=AT_LEAST_ONE)
     options: dict = field(default_factory=dict)
+    # the decoder's weight is the token embedding (zoology's language models tie them; the paper's associative-recall
+    # "Mamba" vs "Mamba (noWT)"); the model configs leave it out (false), so their run ids stay as they were
+    tie_embeddings: bool = False
 
 
 @dataclass
@@ -106,6 +109,20 @@ class RunConfig:
     seed: int = field(metadata=NOT_NEGATIVE)
     artifact: str | None
     scale: Literal[SCALES] | None
+    evaluate: dict | None = None  # an evaluation-only run (EvaluateConfig); absent for a training run
+
+
+@dataclass
+class EvaluateConfig:
+    """An evaluation-only run: the finished training run (its artifact, scale and run id in the same run store;
+    ``cell``: its grid cell, for messages) whose ``checkpoint`` (best: by the run's validation metric; last) is
+    evaluated on this run's task config, with no training (experiments.training.train.run_evaluation)."""
+
+    artifact: str
+    scale: Literal[SCALES]
+    run_id: str
+    checkpoint: Literal["best", "last"]
+    cell: str = ""
 
 
 SECTIONS = {"optim": OptimConfig, "trainer": TrainerConfig, "debug": DebugConfig}

@@ -103,7 +103,7 @@ def write_report(name: str, scale: str, root: Path, destination: Path, extra_ove
     artifact = load_artifact(name)
     planned = artifact.runs(scale, extra_overrides)
     stem = destination / scale / report_stem(name, extra_overrides)
-    cell_keys = list(artifact.grid_of(scale))
+    cell_keys = artifact.cell_keys(scale)
     runs = with_committed(run_table(planned, root), read_committed(committed_path(stem)), cell_keys)
     table = cell_table(artifact, runs)
     finished = int(table["ours"].notna().sum())
@@ -125,7 +125,7 @@ def write_files(artifact: Artifact, planned: Sequence[PlannedRun], runs: pd.Data
     into place together (a report killed midway leaves the previous one whole)."""
     with staging_folder(stem.parent) as staging:
         staged = staging / stem.name
-        write_committed(committed_path(staged), per_run_rows(runs, list(artifact.grid_of(scale))))
+        write_committed(committed_path(staged), per_run_rows(runs, artifact.cell_keys(scale)))
         figure = report_figure(artifact, table, figure_title(artifact, planned, scale))
         figure_name = None
         if figure is not None:

@@ -98,6 +98,24 @@ def print_plan(
         console.print(f"  {model}: not available: {reason}", highlight=False, soft_wrap=True)
     to_run = [run for run, status in zip(runs, statuses) if status in TO_RUN]
     console.print(compute_estimate(to_run))
+    if any(run.trained_by is not None for run in runs):
+        print_training_runs(console, runs, statuses, root, stale_after_seconds)
+
+
+def print_training_runs(console: Console, runs: list[PlannedRun], statuses: list[str], root: Path,
+                        stale_after_seconds: float) -> None:
+    """An evaluating artifact's runs, each with the training run whose checkpoint it loads and that run's status
+    (an evaluation run whose training run is not done fails before any compute)."""
+    trained = [run.trained_by for run in runs]
+    training_statuses = {training.run_id: planned_status(training, root, stale_after_seconds) for training in trained}
+    not_done = sum(status != "done" for status in training_statuses.values())
+    console.print(f"Evaluation-only runs: each loads a training run's checkpoint ({len(training_statuses)} training "
+                  f"runs, {not_done} of them not done):", highlight=False, soft_wrap=True)
+    for run, status, training in zip(runs, statuses, trained):
+        replaced = " ".join(f"{key}={run.cell[key]}" for key in run.cell if run.cell[key] != training.cell.get(key))
+        console.print(f"  {run.run_id or '-'} [{status}] {replaced} <- {training.artifact} ({training.scale}) "
+                      f"{training.run_id or '-'} [{training_statuses[training.run_id]}] {training.label}",
+                      highlight=False, soft_wrap=True, markup=False)
 
 
 TO_RUN = ("pending", "failed", "damaged")  # what a sweep would run
@@ -180,9 +198,12 @@ def compute_estimate(runs: list[PlannedRun]) -> str:
 
 
 def training_tokens(config: DictConfig) -> int | None:
-    length = OmegaConf.select(config, "task.train_max_length") or OmegaConf.select(config, "task.sequence_length")
+    length = (OmegaConf.select(config, "task.train_max_length") or OmegaConf.select(config, "task.sequence_length")
+              or OmegaConf.select(config, "task.context_length"))
     if length is None:
         return None
+    if OmegaConf.select(config, "evaluate") is not None:
+        return 0  # an evaluation-only run trains nothing
     return config.trainer.max_steps * config.trainer.batch_size * length
 
 

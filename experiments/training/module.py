@@ -24,7 +24,8 @@ class SequenceTaskModule(L.LightningModule):
     positions of the whole split (``mse``, ``loss`` the same number).
     """
 
-    def __init__(self, spec: TaskSpec, backbone: nn.Module, embedding_dim: int, optim: dict, max_steps: int):
+    def __init__(self, spec: TaskSpec, backbone: nn.Module, embedding_dim: int, optim: dict, max_steps: int,
+                 tie_embeddings: bool = False):
         super().__init__()
         self.spec = spec
         self.optim = dict(optim)
@@ -34,7 +35,15 @@ class SequenceTaskModule(L.LightningModule):
         else:
             self.encoder = nn.Linear(spec.input_size, embedding_dim)
         self.backbone = backbone
-        self.decoder = nn.Linear(embedding_dim, spec.num_classes)
+        if tie_embeddings:  # the decoder's weight is the token embedding (zoology's language models; no bias)
+            if not (spec.input_kind == "tokens" and spec.output_kind != "scalar" and spec.num_classes == spec.input_size):
+                raise ValueError(f"tie_embeddings needs token inputs and as many output classes as input tokens; task "
+                                 f"{spec.name!r} has {spec.input_kind} inputs ({spec.input_size}) and "
+                                 f"{spec.num_classes} {spec.output_kind} outputs")
+            self.decoder = nn.Linear(embedding_dim, spec.num_classes, bias=False)
+            self.decoder.weight = self.encoder.weight
+        else:
+            self.decoder = nn.Linear(embedding_dim, spec.num_classes)
         self.scalar = spec.output_kind == "scalar"
         if not self.scalar:
             self.accuracy = nn.ModuleDict({split: MeanMetric() for split in SPLITS})
@@ -55,9 +64,20 @@ class SequenceTaskModule(L.LightningModule):
             return F.mse_loss(outputs[scored], targets[scored])
         return F.cross_entropy(outputs.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
 
+    def _scored_logits(self, inputs: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Class logits (N, C) at the N scored positions only (targets != -100), and that mask (B, S): the decoder
+        is not applied where nothing is scored (associative recall scores KV of L positions, of 8192 classes). The
+        loss equals ``_loss(self(inputs), targets)``."""
+        relevant = targets != IGNORE_INDEX  # (B, S)
+        return self.decoder(self.backbone(self.encoder(inputs))[relevant]), relevant
+
     def training_step(self, batch, batch_index):
         inputs, targets = batch
-        loss = self._loss(self(inputs), targets)
+        if self.scalar:
+            loss = self._loss(self(inputs), targets)
+        else:
+            logits, relevant = self._scored_logits(inputs, targets)  # (N, C), (B, S)
+            loss = F.cross_entropy(logits, targets[relevant])
         self.log("train/loss", loss, prog_bar=True)
         return loss
 
@@ -66,12 +86,12 @@ class SequenceTaskModule(L.LightningModule):
         if self.scalar:
             self.loss[split].update(self._loss(self(inputs), targets), weight=(~targets.isnan()).sum())
             return
-        logits = self(inputs)  # (B, S, C)
-        relevant = targets != IGNORE_INDEX  # (B, S)
-        correct = (logits.argmax(-1) == targets) & relevant  # (B, S)
+        logits, relevant = self._scored_logits(inputs, targets)  # (N, C), (B, S)
+        correct = torch.zeros_like(relevant)  # (B, S)
+        correct[relevant] = logits.argmax(-1) == targets[relevant]
         per_sample = correct.sum(1) / relevant.sum(1).clamp_min(1)  # (B,)
         self.accuracy[split].update(per_sample[relevant.any(1)])
-        self.loss[split].update(self._loss(logits, targets), weight=relevant.sum())
+        self.loss[split].update(F.cross_entropy(logits, targets[relevant]), weight=relevant.sum())
 
     def validation_step(self, batch, batch_index):
         self._evaluate(batch, "val")

@@ -61,10 +61,83 @@ def _remove_abandoned_attempt(checkpoints: Path) -> None:
     shutil.rmtree(checkpoints, ignore_errors=True)
 
 
+def build_module(config: DictConfig, spec) -> SequenceTaskModule:
+    """The run's module: the task spec's encoder and decoder around the backbone of ``config.model``."""
+    return SequenceTaskModule(
+        spec=spec,
+        backbone=build_backbone_from_config(config.model),
+        embedding_dim=config.model.embedding_dim,
+        optim=OmegaConf.to_container(config.optim, resolve=True),
+        max_steps=config.trainer.max_steps,
+        tie_embeddings=bool(config.model.get("tie_embeddings", False)),
+    )
+
+
+class TrainingRunMissing(RuntimeError):
+    """An evaluation-only run's training run is not finished (or its checkpoint is gone)."""
+
+
+def training_checkpoint(config: DictConfig, run_dir: Path) -> tuple[Path, dict]:
+    """The checkpoint file an evaluation-only run loads and its training run's result.json, found in the same run
+    store as ``run_dir`` (<root>/<scale>/<artifact>/<run_id>); TrainingRunMissing naming the training run
+    (artifact, scale, cell, run id) when it is not finished or its checkpoint is missing."""
+    from experiments.sweeps.run_store import finished_result
+
+    evaluate = config.evaluate
+    training_dir = Path(run_dir).parents[2] / evaluate.scale / evaluate.artifact / evaluate.run_id
+    named = (f"training run {evaluate.run_id} of {evaluate.artifact} ({evaluate.scale} scale; cell {evaluate.cell})")
+    result = finished_result(training_dir)
+    if result is None:
+        raise TrainingRunMissing(f"{named} is not finished: {training_dir} holds no result.json; run `xlstm-suite "
+                                 f"sweep {evaluate.artifact} --scale {evaluate.scale}` first")
+    checkpoints = training_dir / "checkpoints"
+    found = ([checkpoints / "last.ckpt"] if evaluate.checkpoint == "last" else
+             [path for path in sorted(checkpoints.glob("*.ckpt")) if path.name != "last.ckpt"])
+    if len(found) != 1 or not found[0].exists():
+        raise TrainingRunMissing(f"{named} has no single {evaluate.checkpoint} checkpoint in {checkpoints} (found "
+                                 f"{[path.name for path in found]}); it was trained with trainer.checkpoint=false, or "
+                                 "its checkpoints were removed")
+    trained_model = OmegaConf.load(training_dir / "config.yaml").model
+    if OmegaConf.to_container(trained_model) != OmegaConf.to_container(config.model):
+        raise TrainingRunMissing(f"{named} trained another model config than this run's: {trained_model} vs "
+                                 f"{config.model}")
+    return found[0], result
+
+
+def run_evaluation(config: DictConfig, run_dir: Path) -> dict[str, float]:
+    """Evaluate a finished training run's checkpoint on this run's task config (e.g. longer sequences) with no
+    training: validation and test metrics, the training run's own metrics prefixed ``trained/`` (its validation
+    metric picks the learning rate), ``train/steps`` 0. Fails before building data or model if the training run
+    is missing (TrainingRunMissing)."""
+    checkpoint, trained = training_checkpoint(config, run_dir)
+    run_dir = Path(run_dir)
+    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+    L.seed_everything(config.seed, workers=True, verbose=False)
+    data = build_datamodule(config.task, config.trainer.batch_size)
+    module = build_module(config, data.spec)
+    module.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=False)["state_dict"])
+    trainer = L.Trainer(precision=config.trainer.precision, accelerator=config.trainer.accelerator,
+                        devices=config.trainer.devices, logger=_logger(config, run_dir), enable_checkpointing=False,
+                        enable_model_summary=False, callbacks=[StepProgressBar()], default_root_dir=run_dir)
+    started = time.perf_counter()
+    metrics = {}
+    for evaluate in (trainer.validate, trainer.test):
+        for result in evaluate(module, datamodule=data, verbose=False):
+            metrics.update({name: float(value) for name, value in result.items()})
+    metrics |= {f"trained/{name}": value for name, value in trained["metrics"].items()}
+    metrics["train/steps"] = 0.0
+    metrics["eval/seconds"] = time.perf_counter() - started
+    return metrics
+
+
 def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     """Train one run into ``run_dir`` (logs, metrics.csv, checkpoints) and return its final metrics: validation and
-    test metrics of the checkpoint with the best validation metric (scaled accuracy; MSE for a regression)."""
+    test metrics of the checkpoint with the best validation metric (scaled accuracy; MSE for a regression). An
+    evaluation-only run (``evaluate`` in its config) is run_evaluation's."""
     validate_run_config(config)
+    if config.get("evaluate") is not None:
+        return run_evaluation(config, run_dir)
     run_dir = Path(run_dir)
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", message=".*does not have many workers.*")
@@ -74,13 +147,7 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
         torch.set_num_threads(config.trainer.num_threads)
     L.seed_everything(config.seed, workers=True, verbose=False)
     data = build_datamodule(config.task, config.trainer.batch_size)
-    module = SequenceTaskModule(
-        spec=data.spec,
-        backbone=build_backbone_from_config(config.model),
-        embedding_dim=config.model.embedding_dim,
-        optim=OmegaConf.to_container(config.optim, resolve=True),
-        max_steps=config.trainer.max_steps,
-    )
+    module = build_module(config, data.spec)
     callbacks = [StepProgressBar()]  # a bar at a terminal, a line every 30 s in a sweep worker's log
     checkpoints = run_dir / "checkpoints"
     if config.trainer.checkpoint:

@@ -13,9 +13,12 @@ def layout_problems(vocab_size: int, context_length: int, num_kv_pairs: int) -> 
     if context_length % 2:
         problems.append(f"context_length={context_length} must be even (the queries take two positions each); "
                         f"valid: {context_length - 1} or {context_length + 1}")
-    if vocab_size <= context_length:
-        problems.append(f"vocab_size={vocab_size} must be > context_length={context_length}; "
-                        f"valid: vocab_size >= {context_length + 1}")
+    # Zoology asserts V > L, which the generator does not need: it draws KV distinct keys from [1, V//2) and KV
+    # distinct values from [V//2, V), so it needs KV <= V//2 - 1. The xLSTM paper evaluates CL 8192 with V 8192
+    # (MQAR-Experiment 3), which V > L would refuse.
+    if num_kv_pairs > vocab_size // 2 - 1:
+        problems.append(f"vocab_size={vocab_size} has too few keys for num_kv_pairs={num_kv_pairs}: keys are distinct "
+                        f"tokens of [1, vocab_size // 2), valid: vocab_size >= {2 * num_kv_pairs + 2}")
     if 4 * num_kv_pairs > context_length:
         problems.append(f"num_kv_pairs={num_kv_pairs} is too many for context_length={context_length}: "
                         f"4 * num_kv_pairs <= context_length, valid: 1 <= num_kv_pairs <= {context_length // 4}")
@@ -31,7 +34,7 @@ class MQARTaskConfig:
 
     name: Literal["mqar"]
     family: Literal["mqar"]
-    vocab_size: int  # bounded by layout_problems: > context_length
+    vocab_size: int  # bounded by layout_problems: num_kv_pairs distinct keys in [1, vocab_size // 2)
     context_length: int = field(metadata={"at_least": 4})
     num_kv_pairs: int = field(metadata={"at_least": 1})
     power_a: float = field(metadata={"above": 0})

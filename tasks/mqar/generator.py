@@ -71,7 +71,7 @@ def generate(vocab_size: int, context_length: int, num_kv_pairs: int, power_a: f
         problems.append(f"samples={samples} must be >= 1")
     if problems:
         raise ValueError("; ".join(problems))
-    dtype = np.int16 if vocab_size <= np.iinfo(np.int16).max else np.int32  # tokens and gaps (< L < V)
+    dtype = np.int16 if max(vocab_size, context_length) <= np.iinfo(np.int16).max else np.int32  # tokens, gaps < L
     half = vocab_size // 2
     slots = (context_length - 2 * num_kv_pairs) // 2
     keys, values, gaps = [], [], []
