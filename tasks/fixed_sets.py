@@ -54,8 +54,8 @@ class TrainingBatches(IterableDataset):
 
 
 class FixedSetsDataModule(lightning.LightningDataModule):
-    """A family's datamodule over its three fixed sets; the family gives ``fixed_set`` and ``spec``. ``config``
-    has ``data_seed``, ``train_samples``, ``val_samples``, ``test_samples`` and ``problems()``."""
+    """A family's datamodule over its three fixed sets; the family gives ``fixed_set``. ``config`` has
+    ``data_seed``, ``train_samples``, ``val_samples``, ``test_samples``, ``problems()`` and ``spec()``."""
 
     def __init__(self, config, batch_size: int) -> None:
         super().__init__()
@@ -64,6 +64,11 @@ class FixedSetsDataModule(lightning.LightningDataModule):
             raise ValueError("; ".join(problems))
         self.config, self.batch_size = config, batch_size
         self._evaluation: dict[int, list[Batch]] = {}
+
+    @property
+    def spec(self):
+        """The task's TaskSpec, as its config gives it."""
+        return self.config.spec()
 
     def fixed_set(self, stream: int, samples: int) -> FixedSet:
         """The ``samples`` samples of ``stream``, drawn from `default_rng([config.data_seed, stream])`."""

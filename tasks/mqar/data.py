@@ -13,7 +13,6 @@ from tasks.data_cache import cached_arrays
 from tasks.fixed_sets import FixedSetsDataModule
 from tasks.mqar.config import MQARTaskConfig
 from tasks.mqar.generator import MQARSet, generate
-from tasks.spec import TaskSpec
 
 FILL_STREAM = 4  # third entry of a filling's seed sequence (after data_seed and the set's stream)
 GENERATOR_VERSION = 1  # part of the cache key: bump it when the same configuration gives other samples
@@ -39,10 +38,6 @@ def mqar_set(config: MQARTaskConfig, stream: int, samples: int) -> MQARSet:
 class MQARDataModule(FixedSetsDataModule):
     """Batches are `(inputs, targets)`, both (B, L) int64: targets hold the values at the query positions and
     IGNORE_INDEX (-100) elsewhere."""
-
-    @property
-    def spec(self) -> TaskSpec:
-        return self.config.spec()
 
     def fixed_set(self, stream: int, samples: int) -> MQARSet:
         return mqar_set(self.config, stream, samples)

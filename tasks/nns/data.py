@@ -13,7 +13,6 @@ import numpy as np
 from tasks.fixed_sets import FixedSetsDataModule
 from tasks.nns.config import NNSTaskConfig
 from tasks.nns.generator import NNSSet, generate
-from tasks.spec import TaskSpec
 
 
 def nns_set(config: NNSTaskConfig, stream: int, samples: int) -> NNSSet:
@@ -26,10 +25,6 @@ class NNSDataModule(FixedSetsDataModule):
     """Batches are `(inputs, targets)`: inputs (B, S, d + 1) float32, the sequences padded with zeros after their
     end to the batch's longest S; targets (B, S) float32, the answer at each sequence's last position and NaN (not
     scored) elsewhere. A causal model's output at a sequence's last position does not see the padding after it."""
-
-    @property
-    def spec(self) -> TaskSpec:
-        return self.config.spec()
 
     def fixed_set(self, stream: int, samples: int) -> NNSSet:
         return nns_set(self.config, stream, samples)
