@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from typing import Literal
 
-OUTPUT_KINDS = ("classes", "scalar")
+OUTPUT_KINDS = ("classes", "scalar", "vocab")
 IGNORE_INDEX = -100  # target of positions that are not scored (torch's cross-entropy default); scalar targets: NaN
 
 
@@ -19,7 +19,8 @@ class TaskSpec:
         scalar output (no accuracy).
     group: the task's family for reports, e.g. its level of the Chomsky hierarchy.
     output_kind: "classes" (integer targets, IGNORE_INDEX where not scored; cross-entropy and accuracy) or
-        "scalar" (float targets, NaN where not scored; mean squared error).
+        "scalar" (float targets, NaN where not scored; mean squared error) or "vocab" (language modelling: the next
+        token at every position, IGNORE_INDEX where not scored; token-weighted cross-entropy and perplexity).
     """
 
     name: str
@@ -28,7 +29,7 @@ class TaskSpec:
     num_classes: int
     random_accuracy: float | None
     group: str
-    output_kind: Literal["classes", "scalar"] = "classes"
+    output_kind: Literal["classes", "scalar", "vocab"] = "classes"
 
     def __post_init__(self) -> None:
         if self.output_kind not in OUTPUT_KINDS:
