@@ -40,3 +40,25 @@ def backbone_config(name: str, **config):
     if name not in configs:
         raise ValueError(f"unknown backbone {name!r}; valid choices: {sorted(configs)}")
     return configs[name](**config)
+
+
+def language_model_sizes() -> dict[str, dict[str, dict]]:
+    """Model name -> size preset (e.g. "350m") -> its backbone config ``{"embedding_dim", "num_blocks", "options"}``:
+    the paper's language models of Table spaj_peaklr, torch-free (a run config names a size and is checked against
+    it before anything is built)."""
+    from models.xlstm.presets import RATIOS, SIZES
+
+    sizes = {ratio: {size: {"embedding_dim": dim, "num_blocks": blocks, "options": {}}
+                     for size, (dim, blocks) in SIZES.items()} for ratio in RATIOS if ratio != "xlstm_1_1"}
+    for module in config_modules().values():
+        for name, presets in getattr(module, "LANGUAGE_MODEL_PRESETS", {}).items():
+            sizes[name] = {size: {"embedding_dim": preset["embedding_dim"], "num_blocks": preset["num_blocks"],
+                                  "options": {key: value for key, value in preset.items()
+                                              if key not in ("embedding_dim", "num_blocks")}}
+                           for size, preset in presets.items()}
+    return sizes
+
+
+def ties_embeddings(name: str) -> bool:
+    """Whether the paper's language model ``name`` shares its LM head with the token embedding (GPT-3 only)."""
+    return any(name in getattr(module, "TIED_EMBEDDINGS", set()) for module in config_modules().values())

@@ -12,6 +12,7 @@ from torch import nn
 
 from models.catalog import backbone_config, config_modules
 from models.language_model import LanguageModel
+from models.xlstm.config import XLSTMLanguageModelConfig, XLSTMStackConfig
 from models.xlstm.language_model import XLSTMLanguageModel
 from models.xlstm.presets import GPT2_VOCAB_PADDED, SIZES, language_model_config
 
@@ -55,3 +56,14 @@ def build_language_model(name: str, size: str, vocab_size: int = GPT2_VOCAB_PADD
     preset = dict(_PRESETS[name][size])
     backbone = build_backbone(name, **preset)
     return LanguageModel(backbone, vocab_size, preset["embedding_dim"], tie_weights=name in _TIED)
+
+
+def build_language_model_from(name: str, vocab_size: int, tie_weights: bool = False, **config) -> nn.Module:
+    """A language model (tokens (B, S) -> logits (B, S, V)) around backbone ``name`` of any size, built from the
+    backbone's keyword config (embedding_dim, num_blocks, options): xLSTM stacks as xLSTM's own language model (the
+    official initialisation of embedding and head), every other backbone inside LanguageModel."""
+    validated = backbone_config(name, **config)  # a ValueError names an unknown backbone or a bad value
+    if isinstance(validated, XLSTMStackConfig):
+        return XLSTMLanguageModel(XLSTMLanguageModelConfig(stack=validated, vocab_size=vocab_size,
+                                                           tie_weights=tie_weights))
+    return LanguageModel(_MODULES[name](validated), vocab_size, config["embedding_dim"], tie_weights=tie_weights)

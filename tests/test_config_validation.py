@@ -93,7 +93,18 @@ def test_bounds_apply_to_every_item_of_a_list():
 
 def test_missing_keys_are_named():
     assert section_problems(OptimConfig, {"lr": 1e-3}, "optim") == [
-        f"optim.{name} is missing" for name in ("betas", "eps", "weight_decay", "warmup_fraction", "min_lr")]
+        f"optim.{name} is missing" for name in ("betas", "eps", "weight_decay")]
+
+
+def test_the_schedule_takes_one_warm_up_and_one_floor():
+    """warmup_steps or warmup_fraction, min_lr or min_lr_ratio: exactly one of each pair."""
+    base = {"lr": 1e-3, "betas": [0.9, 0.95], "eps": 1e-5, "weight_decay": 0.1}
+    assert section_problems(OptimConfig, base | {"warmup_steps": 750, "min_lr_ratio": 0.1}, "optim") == []
+    assert section_problems(OptimConfig, base | {"warmup_steps": 750, "warmup_fraction": 0.1, "min_lr": 0}, "optim") \
+        == [
+        "optim.warmup_steps=750 and warmup_fraction=0.1: set exactly one of the two (the other null or absent)"]
+    assert section_problems(OptimConfig, base | {"warmup_fraction": 0.1}, "optim") == [
+        "optim.min_lr=None and min_lr_ratio=None: set exactly one of the two (the other null or absent)"]
 
 
 def test_lightning_choices_are_lightnings():

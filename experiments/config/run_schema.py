@@ -46,21 +46,36 @@ class ModelSection:
 
 @dataclass
 class OptimConfig:
-    """configs/optim/adamw.yaml: AdamW with linear warm-up and cosine decay to ``min_lr``."""
+    """configs/optim/*.yaml: AdamW with linear warm-up and cosine decay (experiments.training.optimizer).
+
+    Warm-up: ``warmup_steps`` (the paper's language models: 750) or ``warmup_fraction`` of max_steps, one of the two.
+    The cosine ends at ``decay_steps`` if set (the 15B-token runs decay over 30k steps and stop at 28170), else at
+    max_steps. Floor: ``min_lr_ratio`` of the peak (the paper's language models: 10%) or ``min_lr``, one of the two.
+    configs/optim/adamw.yaml has none of the keys it does not use, so the run ids of its runs stay as they were.
+    """
 
     lr: float = field(metadata=POSITIVE)
     betas: list[float] = field(metadata=FRACTION)
     eps: float = field(metadata=POSITIVE)
     weight_decay: float = field(metadata=NOT_NEGATIVE)
-    warmup_fraction: float = field(metadata=FRACTION)
-    min_lr: float = field(metadata=NOT_NEGATIVE)
+    warmup_fraction: float | None = field(default=None, metadata=FRACTION)
+    min_lr: float | None = field(default=None, metadata=NOT_NEGATIVE)
+    warmup_steps: int | None = field(default=None, metadata=NOT_NEGATIVE)
+    decay_steps: int | None = field(default=None, metadata=AT_LEAST_ONE)
+    min_lr_ratio: float | None = field(default=None, metadata=FRACTION)
 
     def problems(self) -> list[str]:
         problems = []
         if len(self.betas) != 2 or max(self.betas) >= 1:
             problems.append(f"betas={self.betas} must be two numbers in [0, 1)")
-        if self.min_lr > self.lr:
+        for first, second in (("warmup_steps", "warmup_fraction"), ("min_lr", "min_lr_ratio")):
+            if (getattr(self, first) is None) == (getattr(self, second) is None):
+                problems.append(f"{first}={getattr(self, first)} and {second}={getattr(self, second)}: set exactly one "
+                                "of the two (the other null or absent)")
+        if self.min_lr is not None and self.min_lr > self.lr:
             problems.append(f"min_lr={self.min_lr} must not exceed lr={self.lr} (the cosine decays from lr to min_lr)")
+        if None not in (self.warmup_steps, self.decay_steps) and self.warmup_steps >= self.decay_steps:
+            problems.append(f"warmup_steps={self.warmup_steps} must be below decay_steps={self.decay_steps}")
         return problems
 
 

@@ -6,8 +6,7 @@ import torch.nn.functional as F
 from torch import nn
 from torchmetrics import MeanMetric
 
-from experiments.training.schedules import warmup_cosine_factor
-from models.optim_groups import weight_decay_groups
+from experiments.training.optimizer import configure_adamw
 from tasks.spec import IGNORE_INDEX, TaskSpec
 
 SPLITS = ("val", "test")
@@ -122,16 +121,4 @@ class SequenceTaskModule(L.LightningModule):
         self._log_split("test")
 
     def configure_optimizers(self):
-        optim = self.optim
-        optimizer = torch.optim.AdamW(
-            weight_decay_groups(self, optim["weight_decay"]), lr=optim["lr"], betas=tuple(optim["betas"]), eps=optim["eps"]
-        )
-        warmup_steps = max(1, round(optim["warmup_fraction"] * self.max_steps))
-
-        def factor(step: int) -> float:
-            return warmup_cosine_factor(
-                step, max_steps=self.max_steps, warmup_steps=warmup_steps, min_lr_ratio=optim["min_lr"] / optim["lr"]
-            )
-
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+        return configure_adamw(self, self.optim, self.max_steps)

@@ -13,9 +13,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from experiments.config.validation import backbone_options, validate_run_config
 from experiments.training.data import build_datamodule
+from experiments.training.language_model_module import LanguageModelModule
 from experiments.training.module import SequenceTaskModule
 from experiments.training.progress import StepProgressBar
-from models.registry import build_backbone
+from models.registry import build_backbone, build_language_model_from
 
 
 class FailAfterSteps(Callback):
@@ -61,15 +62,23 @@ def _remove_abandoned_attempt(checkpoints: Path) -> None:
     shutil.rmtree(checkpoints, ignore_errors=True)
 
 
-def build_module(config: DictConfig, spec) -> SequenceTaskModule:
-    """The run's module: the task spec's encoder and decoder around the backbone of ``config.model``."""
+def build_module(config: DictConfig, spec) -> L.LightningModule:
+    """The run's module, by the task spec's output kind: a language model (output kind "vocab": token embedding,
+    backbone, LM head over the vocabulary) or the task spec's encoder and decoder around the backbone."""
+    optim = OmegaConf.to_container(config.optim, resolve=True)
+    tie_embeddings = bool(config.model.get("tie_embeddings", False))
+    if spec.output_kind == "vocab":
+        model = build_language_model_from(config.model.name, spec.num_classes, tie_embeddings,
+                                          embedding_dim=config.model.embedding_dim, num_blocks=config.model.num_blocks,
+                                          **backbone_options(config.model))
+        return LanguageModelModule(spec=spec, model=model, optim=optim, max_steps=config.trainer.max_steps)
     return SequenceTaskModule(
         spec=spec,
         backbone=build_backbone_from_config(config.model),
         embedding_dim=config.model.embedding_dim,
-        optim=OmegaConf.to_container(config.optim, resolve=True),
+        optim=optim,
         max_steps=config.trainer.max_steps,
-        tie_embeddings=bool(config.model.get("tie_embeddings", False)),
+        tie_embeddings=tie_embeddings,
     )
 
 

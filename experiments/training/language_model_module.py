@@ -1,0 +1,76 @@
+"""LanguageModelModule: next-token prediction over the whole vocabulary (a task spec of output kind "vocab")."""
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torchmetrics import MeanMetric
+
+from experiments.training.optimizer import configure_adamw
+from tasks.spec import IGNORE_INDEX, TaskSpec
+
+SPLITS = ("val", "test")
+
+
+class LanguageModelModule(L.LightningModule):
+    """A language model (tokens (B, S) -> logits (B, S, V)) trained on the next token of every scored position.
+
+    Loss: cross-entropy averaged over the batch's scored tokens (targets != -100). Validation and test: the
+    token-weighted mean cross-entropy of the whole split (``loss``, nats per token) and its exponential, the
+    perplexity the paper reports (``perplexity``); every token counts once, however the split is batched.
+    """
+
+    def __init__(self, spec: TaskSpec, model: nn.Module, optim: dict, max_steps: int):
+        super().__init__()
+        if spec.output_kind != "vocab":
+            raise ValueError(f"LanguageModelModule needs a task of output kind 'vocab'; {spec.name!r} has "
+                             f"{spec.output_kind!r}")
+        self.spec = spec
+        self.model = model
+        self.optim = dict(optim)
+        self.max_steps = max_steps
+        self.loss = nn.ModuleDict({split: MeanMetric() for split in SPLITS})
+
+    @property
+    def monitor(self) -> tuple[str, str]:
+        """The validation metric that picks a run's best checkpoint and its better direction."""
+        return "val/perplexity", "min"
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.model(tokens)  # (B, S, V)
+
+    def _token_loss(self, batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mean cross-entropy over the scored tokens, their number)."""
+        inputs, targets = batch  # (B, S), (B, S)
+        logits = self.model(inputs)  # (B, S, V)
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=IGNORE_INDEX)
+        return loss, (targets != IGNORE_INDEX).sum()
+
+    def training_step(self, batch, batch_index):
+        loss, _ = self._token_loss(batch)
+        self.log("train/loss", loss, prog_bar=True)
+        return loss
+
+    def _evaluate(self, batch, split: str) -> None:
+        loss, tokens = self._token_loss(batch)
+        self.loss[split].update(loss, weight=tokens)
+
+    def validation_step(self, batch, batch_index):
+        self._evaluate(batch, "val")
+
+    def test_step(self, batch, batch_index):
+        self._evaluate(batch, "test")
+
+    def _log_split(self, split: str) -> None:
+        loss = self.loss[split].compute()
+        self.log_dict({f"{split}/loss": loss, f"{split}/perplexity": loss.exp()}, prog_bar=split == "val")
+        self.loss[split].reset()
+
+    def on_validation_epoch_end(self):
+        self._log_split("val")
+
+    def on_test_epoch_end(self):
+        self._log_split("test")
+
+    def configure_optimizers(self):
+        return configure_adamw(self, self.optim, self.max_steps)
