@@ -14,12 +14,13 @@ import pandas as pd
 from rich.console import Console
 
 from experiments.config.artifacts import Artifact, PlannedRun, known_artifacts, load_artifact
-from experiments.paths import PAPER_NUMBERS, REPORTS, RESULTS
+from experiments.paths import REPORTS, RESULTS
 from experiments.reports.committed_runs import (committed_path, per_run_rows, read_committed, with_committed,
                                                write_committed)
 from experiments.reports.figures import save
 from experiments.reports.findings import findings_of
 from experiments.reports.kinds import report_figure
+from experiments.reports.paper_numbers import paper_numbers_of, with_paper_numbers
 from experiments.reports.report_text import figure_title, markdown
 from experiments.reports.selection import select_cells
 from experiments.reports.staging import publish, staging_folder, terminate_as_exit
@@ -40,15 +41,6 @@ def run_table(runs: Sequence[PlannedRun], root: Path) -> pd.DataFrame:
     table = runs_frame(runs, root)
     table["unavailable"] = table["reason"].where(table["status"] == "unavailable")
     return table
-
-
-def paper_values(artifact: Artifact, metric: str) -> pd.DataFrame | None:
-    """The paper's printed numbers for this artifact (results/paper/<artifact>.csv), if it prints any."""
-    path = PAPER_NUMBERS / f"{artifact.name}.csv"
-    if not path.exists():
-        return None
-    table = pd.read_csv(path)
-    return table[table["metric"] == metric]
 
 
 def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
@@ -76,11 +68,7 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
         for unavailable, finished, planned in zip(table["unavailable"], table["finished"], table["planned"])
     ]
     table["metric"] = metric
-    paper = paper_values(artifact, metric)
-    if paper is not None:
-        table = table.merge(paper[[*cells, "paper"]], on=cells, how="left")
-    else:
-        table["paper"] = float("nan")
+    table["paper"] = with_paper_numbers(table, artifact.paper, cells)
     return table[[*cells, "metric", "ours", "std", "min", "max", "paper", "runs", "solved", "note", "values"]]
 
 
@@ -145,8 +133,11 @@ def report_command(arguments) -> int:
     """Exit code 0 if a report was written (for ``all``: at least one), else 1."""
     console = Console()
     names = known_artifacts() if arguments.artifact == "all" else [arguments.artifact]
-    for name in names:
-        load_artifact(name)  # unknown names fail before anything is written
+    for name in names:  # unknown names and bad paper numbers fail before anything is written
+        artifact = load_artifact(name)
+        problems = paper_numbers_of(artifact.paper).problems(list(artifact.report["cells"]))
+        if problems:
+            raise ValueError(f"configs/paper/{name}.yaml: " + "; ".join(problems))
     root = Path(arguments.root) if arguments.root else RESULTS / "runs"
     destination = Path(arguments.destination) if arguments.destination else REPORTS
     outcomes = []

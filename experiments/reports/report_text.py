@@ -39,6 +39,9 @@ def cells_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
     unprinted = artifact.paper.get("unprinted")
     shown["paper"] = [UNPRINTED_MARK if unprinted else ("" if pd.isna(value) else f"{value:.3f}")
                       for value in table["paper"]]
+    if table["paper"].notna().any():
+        shown["ours - paper"] = ["" if pd.isna(ours) or pd.isna(paper) else f"{ours - paper:+.3f}"
+                                 for ours, paper in zip(table["ours"], table["paper"])]
     shown["runs"] = table["runs"]
     if (table["runs"] > 1).any():
         shown["range"] = [f"{low:.3f} to {high:.3f}" if runs > 1 else ""

@@ -1,0 +1,87 @@
+"""The paper's numbers beside ours: an artifact's ``paper.numbers`` names the transcribed table and column that hold
+them (results/paper/tables, experiments.reports.paper_tables) and the numbers the paper prints only in its text.
+
+    paper:
+      numbers:
+        table: spaj15b_model_results   # the table's label
+        column: ppl_slimpajama_15b     # the column with the reported metric
+        where: {optim.lr: 1.0e-3}      # the cells the table's numbers belong to (default: every cell)
+        values:                        # numbers of the text, each for one cell
+          - {cell: {model: rwkv6, optim.lr: 4.0e-4}, value: 16.38, source: "Appendix B.2"}
+
+A table row belongs to the cells whose keys it shares (``model``, and ``size`` where the table has sizes).
+"""
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from experiments.reports.paper_tables import available_paper_tables, paper_table
+
+NUMBERS_KEYS = ("table", "column", "where", "values")
+
+
+@dataclass(frozen=True)
+class PaperNumbers:
+    table: str | None = None
+    column: str | None = None
+    where: dict = field(default_factory=dict)
+    values: list[dict] = field(default_factory=list)
+
+    def problems(self, cells: list[str]) -> list[str]:
+        """One message per bad key or value, naming the valid choices."""
+        problems = []
+        if (self.table is None) != (self.column is None):
+            problems.append(f"paper.numbers needs both table and column, got table={self.table!r} "
+                            f"column={self.column!r}")
+        elif self.table is not None:
+            if self.table not in available_paper_tables():
+                problems.append(f"paper.numbers.table={self.table!r} is not valid; valid choices: "
+                                f"{available_paper_tables()}")
+            else:
+                columns = list(paper_table(self.table).columns)
+                if self.column not in columns:
+                    problems.append(f"paper.numbers.column={self.column!r} is not a column of {self.table}; valid "
+                                    f"choices: {columns}")
+                if not set(columns) & set(cells):
+                    problems.append(f"paper.numbers.table={self.table!r} shares no key with the report's cells {cells}")
+        for key in self.where:
+            if key not in cells:
+                problems.append(f"paper.numbers.where key {key!r} must be one of the report's cells {cells}")
+        for index, item in enumerate(self.values):
+            unknown = sorted(set(item.get("cell") or {}) - set(cells))
+            if not isinstance(item.get("cell"), dict) or unknown or "value" not in item or "source" not in item:
+                problems.append(f"paper.numbers.values[{index}]={item!r} needs cell (keys of {cells}), value and "
+                                "source")
+        return problems
+
+
+def paper_numbers_of(paper: dict) -> PaperNumbers:
+    numbers = paper.get("numbers") or {}
+    unknown = sorted(set(numbers) - set(NUMBERS_KEYS))
+    if unknown:
+        raise ValueError(f"paper.numbers keys {unknown} are not valid; valid choices: {list(NUMBERS_KEYS)}")
+    return PaperNumbers(table=numbers.get("table"), column=numbers.get("column"), where=dict(numbers.get("where") or {}),
+                        values=list(numbers.get("values") or []))
+
+
+def with_paper_numbers(table: pd.DataFrame, paper: dict, cells: list[str]) -> pd.Series:
+    """The paper's number of each row of ``table`` (a cell table with the ``cells`` columns); NaN where it prints
+    none."""
+    numbers = paper_numbers_of(paper)
+    values = pd.Series(float("nan"), index=table.index)
+    if numbers.table is not None:
+        printed = paper_table(numbers.table)
+        keys = [key for key in cells if key in printed.columns]
+        printed = printed.dropna(subset=keys).drop_duplicates(subset=keys)[[*keys, numbers.column]]
+        joined = table[keys].astype(str).merge(printed.astype({key: str for key in keys}), on=keys, how="left")
+        matches = pd.Series(True, index=table.index)
+        for key, value in numbers.where.items():
+            matches &= table[key] == value
+        values = values.where(~matches, pd.to_numeric(joined[numbers.column], errors="coerce").to_numpy())
+    for item in numbers.values:
+        matches = pd.Series(True, index=table.index)
+        for key, value in item["cell"].items():
+            matches &= table[key] == value
+        values[matches] = float(item["value"])
+    return values

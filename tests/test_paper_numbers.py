@@ -1,0 +1,48 @@
+"""The paper's numbers beside ours: a report's cells get the transcribed table's column where the artifact says, and
+the numbers the paper prints in its text."""
+
+import pandas as pd
+import pytest
+
+from experiments.reports.paper_numbers import paper_numbers_of, with_paper_numbers
+from experiments.reports.paper_tables import paper_table
+
+TABLE_1 = {"table": "spaj15b_model_results", "column": "ppl_slimpajama_15b", "where": {"optim.lr": 1.0e-3},
+           "values": [{"cell": {"model": "rwkv6", "optim.lr": 4.0e-4}, "value": 16.38, "source": "Appendix B.2"}]}
+CELLS = ["model", "optim.lr"]
+
+
+def test_cells_get_the_tables_column_and_the_texts_numbers():
+    cells = pd.DataFrame({"model": ["xlstm_1_0", "llama", "rwkv6", "rwkv6", "lstm"],
+                          "optim.lr": [1.0e-3, 1.0e-3, 1.0e-3, 4.0e-4, 1.0e-3]})
+    printed = paper_table("spaj15b_model_results").set_index("model")["ppl_slimpajama_15b"]
+    values = with_paper_numbers(cells, {"numbers": TABLE_1}, CELLS)
+    assert values.tolist()[:3] == [printed["xlstm_1_0"], printed["llama"], printed["rwkv6"]]
+    assert values[3] == 16.38  # "This model reaches a perplexity of 16.38" (the 4e-4 run), not the table's 15.03
+    assert pd.isna(values[4])  # the table has no LSTM row
+
+
+def test_cells_outside_where_get_no_table_number():
+    cells = pd.DataFrame({"model": ["llama"], "optim.lr": [2.0e-3]})
+    assert with_paper_numbers(cells, {"numbers": TABLE_1}, CELLS).isna().all()
+
+
+def test_an_artifact_without_numbers_gets_none():
+    cells = pd.DataFrame({"model": ["llama"], "optim.lr": [1.0e-3]})
+    assert with_paper_numbers(cells, {}, CELLS).isna().all()
+
+
+@pytest.mark.parametrize("numbers, message", [
+    ({"table": "table1"}, "needs both table and column"),
+    ({"table": "table1", "column": "ppl"}, "paper.numbers.table='table1' is not valid; valid choices: ["),
+    ({"table": "spaj15b_model_results", "column": "ppl"}, "'ppl' is not a column of spaj15b_model_results"),
+    ({"where": {"seed": 0}}, "where key 'seed' must be one of the report's cells"),
+    ({"values": [{"cell": {"size": "350m"}, "value": 1.0}]}, "needs cell (keys of ['model', 'optim.lr']), value and source"),
+])
+def test_bad_paper_numbers_are_named(numbers, message):
+    assert any(message in problem for problem in paper_numbers_of({"numbers": numbers}).problems(CELLS))
+
+
+def test_unknown_keys_are_named():
+    with pytest.raises(ValueError, match=r"paper.numbers keys \['colum'\] are not valid; valid choices"):
+        paper_numbers_of({"numbers": {"colum": "x"}})
