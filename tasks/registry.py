@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tasks.formal_languages.config import FormalLanguageTaskConfig
+from tasks.lm.config import LMTaskConfig
 from tasks.mqar.config import MQARTaskConfig
 from tasks.nns.config import NNSTaskConfig
 from tasks.spec import TaskSpec
@@ -41,6 +42,7 @@ class TaskFamily:
 
 TASK_FAMILIES = {
     "formal_language": TaskFamily(FormalLanguageTaskConfig, "tasks.formal_languages.data:build_datamodule"),
+    "lm": TaskFamily(LMTaskConfig, "tasks.lm.data:build_datamodule"),
     "mqar": TaskFamily(MQARTaskConfig, "tasks.mqar.data:build_datamodule"),
     "nns": TaskFamily(NNSTaskConfig, "tasks.nns.data:build_datamodule"),
 }

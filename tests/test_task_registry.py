@@ -7,12 +7,12 @@ from experiments.config.configuration import task_config
 from tasks.registry import task_family, task_spec
 
 
-@pytest.mark.parametrize("name", ["parity", "mqar", "nns"])
+@pytest.mark.parametrize("name", ["parity", "mqar", "nns", "slimpajama", "offline_docs"])
 def test_the_spec_of_a_task_config_is_its_datamodules(name):
     task = task_config(name)
     assert task_spec(task) == task_family(task["family"]).build_datamodule(task, batch_size=4).spec
 
 
 def test_an_unknown_family_is_named_with_the_valid_choices():
-    with pytest.raises(ValueError, match=r"unknown task family 'lra'; valid choices: \['formal_language', 'mqar', 'nns'\]"):
+    with pytest.raises(ValueError, match=r"unknown task family 'lra'; valid choices: \['formal_language', 'lm', 'mqar', 'nns'\]"):
         task_spec({"family": "lra", "name": "listops"})

@@ -1,2 +1,12 @@
 """Language modelling (the xLSTM paper's Sections 4.2-4.3, Appendix B.2): next-token prediction on a corpus tokenised
-with GPT-2's BPE. `tokenizer` sets up and builds the tokenizer offline."""
+with GPT-2's BPE.
+
+`tokenizer` sets up and builds the tokenizer offline; `corpus` reads a corpus (hub id, local files, or an
+`offline_corpus`) as documents; `splits` keeps training, validation and test documents apart; `token_cache`
+tokenises once into a memmapped stream; `training_order` and `sequences` serve it by (data seed, step); `data` is
+the LightningDataModule; `LMTaskConfig` is the torch-free schema of a task config.
+"""
+
+from tasks.lm.config import LMTaskConfig
+
+__all__ = ["LMTaskConfig"]
