@@ -4,9 +4,7 @@ with GPT-2's BPE.
 `tokenizer` sets up and builds the tokenizer offline; `corpus` reads a corpus (hub id, local files, or an
 `offline_corpus`) as documents; `splits` keeps training, validation and test documents apart; `token_cache`
 tokenises once into a memmapped stream; `training_order` and `sequences` serve it by (data seed, step); `data` is
-the LightningDataModule; `LMTaskConfig` is the torch-free schema of a task config.
+the LightningDataModule; `config.LMTaskConfig` is the torch-free schema of a task config.
+
+Nothing is imported here: `tokenizer`, `offline_corpus` and `token_cache` run as commands (`python -m`).
 """
-
-from tasks.lm.config import LMTaskConfig
-
-__all__ = ["LMTaskConfig"]
