@@ -390,6 +390,20 @@ def test_named_splits_are_read_for_validation_and_test(tmp_path):
     assert part_tokens(config, "test").tolist() == expected_stream(texts[75:])[:33]
 
 
+def test_a_held_out_validation_beside_a_named_test_split_takes_only_its_own_documents(tmp_path):
+    texts = documents(80)
+    for split, part in (("train", texts[:60]), ("test", texts[60:])):
+        (tmp_path / split).mkdir()
+        write_jsonl(tmp_path / split / "part.jsonl", part)
+    config = lm_config(tmp_path / "{split}" / "part.jsonl", test_split="test", holdout_fraction=0.2)
+    read = {part: [text for batch in part_source(config, part).document_batches() for text in batch]
+            for part in ("train", "validation", "test")}
+    assert read["test"] == texts[60:]
+    assert read["validation"] == [text for text in texts[:60] if held_out_part(text, 0.2) == "validation"]
+    assert read["train"] == [text for text in texts[:60] if held_out_part(text, 0.2) != "validation"]
+    assert any(held_out_part(text, 0.2) == "test" for text in read["train"])  # no split held out for test
+
+
 def test_evaluation_loaders_serve_the_fixed_sequences_in_micro_batches(jsonl_corpus):
     config = lm_config(jsonl_corpus, val_sequences=5)
     datamodule = build_datamodule(config, 4)
