@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
+from tasks.training_position import TrainingPosition, micro_batch_size, training_position
+
 TRAIN_STREAM, VALIDATION_STREAM, TEST_STREAM, TRAIN_ORDER_STREAM = 0, 1, 2, 3
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # inputs and targets, laid out by the family's set
@@ -35,21 +37,25 @@ def as_batch(samples: FixedSet, rows: np.ndarray) -> Batch:
 
 class TrainingBatches(IterableDataset):
     """Endless training batches, epoch after epoch, each epoch in its own seeded order; an epoch is the set's
-    ``len // batch_size`` full batches (the rest of the order is left out of that epoch). Use with
-    `DataLoader(dataset, batch_size=None)`."""
+    ``len // batch_size`` full global batches (the rest of the order is left out of that epoch). Each global batch is
+    cut into ``position``'s micro-batches (tasks.training_position), so a step reads the same samples on any number
+    of processes. Use with `DataLoader(dataset, batch_size=None)`."""
 
-    def __init__(self, samples: FixedSet, batch_size: int, data_seed: int) -> None:
+    def __init__(self, samples: FixedSet, batch_size: int, data_seed: int,
+                 position: TrainingPosition = TrainingPosition()) -> None:
         if batch_size > len(samples):
             raise ValueError(f"batch_size={batch_size} is larger than the training set (train_samples="
                              f"{len(samples)}); valid: batch_size <= {len(samples)}")
-        self.samples, self.batch_size, self.data_seed = samples, batch_size, data_seed
+        micro_batch_size(batch_size, position)  # fails early when the global batch does not split
+        self.samples, self.batch_size, self.data_seed, self.position = samples, batch_size, data_seed, position
 
     def __iter__(self) -> Iterator[Batch]:
         epoch = 0
         while True:
             order = np.random.default_rng([self.data_seed, TRAIN_ORDER_STREAM, epoch]).permutation(len(self.samples))
             for start in range(0, len(order) - self.batch_size + 1, self.batch_size):
-                yield as_batch(self.samples, order[start:start + self.batch_size])
+                for rows in self.position.micro_batches(order[start:start + self.batch_size]):
+                    yield as_batch(self.samples, rows)
             epoch += 1
 
 
@@ -76,7 +82,8 @@ class FixedSetsDataModule(lightning.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         samples = self.fixed_set(TRAIN_STREAM, self.config.train_samples)
-        return DataLoader(TrainingBatches(samples, self.batch_size, self.config.data_seed), batch_size=None)
+        return DataLoader(TrainingBatches(samples, self.batch_size, self.config.data_seed, training_position(self)),
+                          batch_size=None)
 
     def val_dataloader(self) -> DataLoader:
         return DataLoader(self._evaluation_batches(VALIDATION_STREAM, self.config.val_samples), batch_size=None)

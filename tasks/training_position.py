@@ -8,7 +8,11 @@ restores ``trainer.global_step`` before it asks the datamodule for its training 
 position from its trainer at that moment.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,24 @@ class TrainingPosition:
     def micro_batches_per_step(self) -> int:
         """Micro-batches that make up one global batch, over all processes."""
         return self.world_size * self.accumulation
+
+    def micro_batches(self, global_batch: Sequence[T]) -> list[Sequence[T]]:
+        """This process's micro-batches of one optimizer step's ``global_batch`` (rows, or a batch's samples along its
+        first dimension), one per accumulation step, rank-major: rank r takes the r-th of world_size equal slices and
+        its accumulation step a the a-th part of that slice. One process without accumulation takes it whole."""
+        micro = micro_batch_size(len(global_batch), self)
+        mine = global_batch[self.rank * micro * self.accumulation:][:micro * self.accumulation]
+        return [mine[index * micro:(index + 1) * micro] for index in range(self.accumulation)]
+
+
+def micro_batch_size(global_batch: int, position: TrainingPosition) -> int:
+    """The samples of one micro-batch; ValueError if the global batch does not split evenly."""
+    parts = position.micro_batches_per_step
+    if global_batch % parts:
+        raise ValueError(f"the global batch size {global_batch} does not split into world_size "
+                         f"{position.world_size} x accumulation {position.accumulation} = {parts} equal micro-batches; "
+                         f"valid: a global batch size divisible by {parts}")
+    return global_batch // parts
 
 
 def training_position(datamodule) -> TrainingPosition:

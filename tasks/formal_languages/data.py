@@ -18,6 +18,7 @@ from tasks.formal_languages.base import IGNORE_INDEX, FormalLanguageTask
 from tasks.formal_languages.config import FormalLanguageTaskConfig
 from tasks.formal_languages.registry import get_task
 from tasks.spec import TaskSpec
+from tasks.training_position import TrainingPosition, micro_batch_size, training_position
 
 TRAIN_STREAM, VALIDATION_STREAM, TEST_STREAM = 0, 1, 2  # second entry of the seed sequence
 
@@ -54,13 +55,19 @@ def _cut_padding(inputs: torch.Tensor, targets: torch.Tensor) -> Batch:
 
 
 class TrainingBatches(IterableDataset):
-    """Endless training batches; batch b has lengths uniform in min_length..max_length and is padded to its
-    longest sequence. Use with `DataLoader(dataset, batch_size=None)`."""
+    """Endless training batches; global batch b (of optimizer step b) has lengths uniform in min_length..max_length.
+    Each is cut into ``position``'s micro-batches (tasks.training_position), so a step reads the same samples on any
+    number of processes, and each micro-batch is padded to its longest sequence. Use with
+    `DataLoader(dataset, batch_size=None)`."""
 
-    def __init__(self, task: FormalLanguageTask, batch_size: int, max_length: int, data_seed: int) -> None:
+    def __init__(self, task: FormalLanguageTask, batch_size: int, max_length: int, data_seed: int,
+                 position: TrainingPosition = TrainingPosition()) -> None:
+        micro_batch_size(batch_size, position)  # fails early when the global batch does not split
         self.task, self.batch_size, self.max_length, self.data_seed = task, batch_size, max_length, data_seed
+        self.position = position
 
     def batch(self, index: int) -> Batch:
+        """Global batch ``index``, padded to its longest sequence."""
         rng = np.random.default_rng([self.data_seed, TRAIN_STREAM, index])
         lengths = _random_lengths(rng, self.task.min_length, self.max_length, self.batch_size)
         return _cut_padding(*make_examples(self.task, lengths, rng))
@@ -68,7 +75,10 @@ class TrainingBatches(IterableDataset):
     def __iter__(self) -> Iterator[Batch]:
         index = 0
         while True:
-            yield self.batch(index)
+            inputs, targets = self.batch(index)  # (B, L) each
+            for micro_inputs, micro_targets in zip(self.position.micro_batches(inputs),
+                                                   self.position.micro_batches(targets)):
+                yield _cut_padding(micro_inputs, micro_targets)
             index += 1
 
 
@@ -117,7 +127,8 @@ class FormalLanguageDataModule(lightning.LightningDataModule):
         return self.task.spec
 
     def train_dataloader(self) -> DataLoader:
-        dataset = TrainingBatches(self.task, self.batch_size, self.train_max_length, self.data_seed)
+        dataset = TrainingBatches(self.task, self.batch_size, self.train_max_length, self.data_seed,
+                                  training_position(self))
         return DataLoader(dataset, batch_size=None)
 
     def val_dataloader(self) -> DataLoader:

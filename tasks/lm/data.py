@@ -17,8 +17,8 @@ from tasks.lm.config import LMTaskConfig
 from tasks.lm.sequences import EvaluationSequences, TokenWindows, TrainingBatches
 from tasks.lm.splits import PARTS, part_source
 from tasks.lm.token_cache import cached_tokens
-from tasks.lm.training_order import TrainingOrder, micro_batch_size
-from tasks.training_position import training_position
+from tasks.lm.training_order import TrainingOrder
+from tasks.training_position import micro_batch_size, training_position
 
 
 def part_tokens(config: LMTaskConfig, part: str) -> np.ndarray:

@@ -15,16 +15,6 @@ import numpy as np
 from tasks.training_position import TrainingPosition
 
 
-def micro_batch_size(global_batch: int, position: TrainingPosition) -> int:
-    """The sequences of one micro-batch; ValueError if the global batch does not split evenly."""
-    parts = position.micro_batches_per_step
-    if global_batch % parts:
-        raise ValueError(f"the global batch size {global_batch} does not split into world_size "
-                         f"{position.world_size} x accumulation {position.accumulation} = {parts} equal micro-batches; "
-                         f"valid: a global batch size divisible by {parts}")
-    return global_batch // parts
-
-
 class TrainingOrder:
     """The global batches of a training set of ``sequences`` sequences."""
 
@@ -55,7 +45,4 @@ class TrainingOrder:
 
     def micro_batches(self, step: int, position: TrainingPosition) -> list[np.ndarray]:
         """The sequences of ``position``'s rank at ``step``, one array per accumulation micro-batch."""
-        micro = micro_batch_size(self.global_batch, position)
-        rows = self.step_sequences(step)
-        mine = rows[position.rank * micro * position.accumulation:][:micro * position.accumulation]
-        return [mine[index * micro:(index + 1) * micro] for index in range(position.accumulation)]
+        return position.micro_batches(self.step_sequences(step))
