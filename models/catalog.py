@@ -6,6 +6,7 @@ backbone's config dataclass, which raises ValueError naming the bad field and it
 """
 
 import importlib
+from dataclasses import dataclass
 from types import ModuleType
 
 # Family -> its torch-free module with CONFIGS, LANGUAGE_MODEL_PRESETS and TIED_EMBEDDINGS (xLSTM: CONFIGS only;
@@ -62,3 +63,35 @@ def language_model_sizes() -> dict[str, dict[str, dict]]:
 def ties_embeddings(name: str) -> bool:
     """Whether the paper's language model ``name`` shares its LM head with the token embedding (GPT-3 only)."""
     return any(name in getattr(module, "TIED_EMBEDDINGS", set()) for module in config_modules().values())
+
+
+@dataclass(frozen=True)
+class TrainingPolicy:
+    """How the paper trains a model (Appendix B.2). ``compile``: torch.compile ("We use torch.compile to speed up
+    models, except for Transformer models as their training curves did not match the non-compiled versions";
+    "[...] except for Transformers and models using the flash-linear-attention library because of compilation
+    problems"). ``autocast``: bfloat16 mixed precision is PyTorch's automatic mixed precision with float32 weights
+    ("for all xLSTMs, Transformers, Mamba and RWKV-4, we use Mixed Precision training with bfloat16 and weights in
+    float32"); without it, the float32 weights are cast to bfloat16 by FSDP's parameter dtype alone ("For models from
+    flash-linear-attention and RWKV-5/6 models we found that PyTorch automatic mixed precision training did not work,
+    but casting the model weights to float32 initially with FSDP parameter precision bfloat16 led to a working
+    configuration")."""
+
+    compile: bool = True
+    autocast: bool = True
+
+
+# The models the paper names; every other backbone follows its general procedure (compiled, autocast).
+_TRANSFORMERS = TrainingPolicy(compile=False)
+_FLASH_LINEAR_ATTENTION = TrainingPolicy(compile=False, autocast=False)  # HGRN, GLA, HGRN2
+_RWKV_5_6 = TrainingPolicy(autocast=False)
+TRAINING_POLICIES = {"llama": _TRANSFORMERS, "gpt3": _TRANSFORMERS, "hgrn": _FLASH_LINEAR_ATTENTION,
+                     "gla": _FLASH_LINEAR_ATTENTION, "hgrn2": _FLASH_LINEAR_ATTENTION, "rwkv5": _RWKV_5_6,
+                     "rwkv6": _RWKV_5_6}
+
+
+def training_policy(name: str) -> TrainingPolicy:
+    """The paper's compile and precision recipe for backbone ``name``; ValueError for an unknown backbone."""
+    if name not in _configs():
+        raise ValueError(f"unknown backbone {name!r}; valid choices: {known_backbones()}")
+    return TRAINING_POLICIES.get(name, TrainingPolicy())

@@ -23,6 +23,9 @@ STRATEGIES = (
     "fsdp", "fsdp_cpu_offload", "single_device", "single_xla", "xla_debug", "xla", "single_tpu",
 )
 LOGGERS = ("csv", "tensorboard", "wandb")
+# torch.distributed.fsdp.ShardingStrategy's names (the paper: "FSDP in SHARD_GRAD_OP mode [...] For small models we use
+# NO_SHARD"); a test keeps them equal to torch's.
+FSDP_SHARDING = ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")
 SCALES = ("smoke", "mini", "paper", "adhoc")
 
 POSITIVE = {"above": 0}
@@ -94,11 +97,38 @@ class TrainerConfig:
     num_threads: int | None = field(metadata=AT_LEAST_ONE)  # null: torch's default (every core)
     logger: Literal[LOGGERS]
     checkpoint: bool
+    # The keys below are absent from configs/trainer/default.yaml (a run id hashes the config): experiments.training.
+    # distribution reads them with these defaults. batch_size is the global batch of an optimizer step; each process
+    # loads micro_batch_size sequences at a time (null: batch_size / (devices x num_nodes), no accumulation) and
+    # accumulates batch_size / (micro_batch_size x devices x num_nodes) of them.
+    micro_batch_size: int | None = field(default=None, metadata=AT_LEAST_ONE)
+    num_nodes: int = field(default=1, metadata=AT_LEAST_ONE)
+    # torch.compile of the network: "auto" is the model's paper policy (models.catalog.training_policy) on CUDA only
+    compile: bool | Literal["auto"] = "auto"
+    fsdp_sharding: Literal[FSDP_SHARDING] = "SHARD_GRAD_OP"  # read when strategy is fsdp
 
     def problems(self) -> list[str]:
         if isinstance(self.devices, int) and self.devices < 1 and self.devices != -1:
             return [f"devices={self.devices} must be a count >= 1, -1 (all), 'auto' or a list of device indices"]
+        devices = len(self.devices) if isinstance(self.devices, list) else self.devices
+        if isinstance(devices, int) and devices >= 1:  # "auto" and -1 are counted when the run starts
+            return batch_split_problems(self.batch_size, self.micro_batch_size, devices, self.num_nodes)
         return []
+
+
+def batch_split_problems(global_batch: int, micro_batch: int | None, devices: int, num_nodes: int) -> list[str]:
+    """Why a global batch does not split into equal micro-batches over devices x num_nodes data-parallel processes
+    and a whole number of accumulation steps; [] when it does."""
+    processes = devices * num_nodes
+    if global_batch % processes:
+        return [f"batch_size={global_batch} (the global batch) does not split over devices={devices} x num_nodes="
+                f"{num_nodes} = {processes} processes; valid: a batch_size divisible by {processes}"]
+    per_process = global_batch // processes
+    if micro_batch is not None and per_process % micro_batch:
+        return [f"micro_batch_size={micro_batch} does not divide the {per_process} sequences of each process (batch_size="
+                f"{global_batch} over devices={devices} x num_nodes={num_nodes}) into whole accumulation steps; valid: "
+                f"a divisor of {per_process}"]
+    return []
 
 
 @dataclass

@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from experiments.config.validation import backbone_options, validate_run_config
 from experiments.training.data import build_datamodule
+from experiments.training.distribution import compile_network, distributed_trainer_arguments
 from experiments.training.language_model_module import LanguageModelModule
 from experiments.training.module import SequenceTaskModule
 from experiments.training.progress import StepProgressBar
@@ -71,10 +72,11 @@ def build_module(config: DictConfig, spec) -> L.LightningModule:
         model = build_language_model_from(config.model.name, spec.num_classes, tie_embeddings,
                                           embedding_dim=config.model.embedding_dim, num_blocks=config.model.num_blocks,
                                           **backbone_options(config.model))
+        model = compile_network(model, config.trainer, config.model.name)
         return LanguageModelModule(spec=spec, model=model, optim=optim, max_steps=config.trainer.max_steps)
     return SequenceTaskModule(
         spec=spec,
-        backbone=build_backbone_from_config(config.model),
+        backbone=compile_network(build_backbone_from_config(config.model), config.trainer, config.model.name),
         embedding_dim=config.model.embedding_dim,
         optim=optim,
         max_steps=config.trainer.max_steps,
@@ -154,6 +156,7 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     warnings.filterwarnings("ignore", message=".*exists and is not empty.*")  # config.yaml etc. are written first
     if config.trainer.num_threads is not None:
         torch.set_num_threads(config.trainer.num_threads)
+    placement = distributed_trainer_arguments(config)  # fails before any compute when the batch does not split
     L.seed_everything(config.seed, workers=True, verbose=False)
     data = build_datamodule(config.task, config.trainer.batch_size)
     module = build_module(config, data.spec)
@@ -167,13 +170,12 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
         callbacks.append(FailAfterSteps(config.debug.fail_after_steps))
     trainer = L.Trainer(
         max_steps=config.trainer.max_steps,
-        val_check_interval=min(config.trainer.val_every_steps, config.trainer.max_steps),
+        # Lightning counts the interval in micro-batches, the config in optimizer steps
+        val_check_interval=min(config.trainer.val_every_steps, config.trainer.max_steps)
+        * placement["accumulate_grad_batches"],
         check_val_every_n_epoch=None,
         gradient_clip_val=config.trainer.gradient_clip_val,
-        precision=config.trainer.precision,
-        accelerator=config.trainer.accelerator,
-        devices=config.trainer.devices,
-        strategy=config.trainer.strategy,
+        **placement,
         logger=_logger(config, run_dir),
         callbacks=callbacks,
         default_root_dir=run_dir,
