@@ -5,6 +5,7 @@ distribution, models.catalog.training_policy)."""
 
 import subprocess
 import sys
+from datetime import datetime, timezone
 from types import SimpleNamespace
 
 import pytest
@@ -273,3 +274,95 @@ def test_a_run_on_one_cpu_keeps_todays_trainer():
     arguments = distributed_trainer_arguments(compose_run_config(TINY_LM))
     assert arguments == {"precision": "32-true", "accelerator": "cpu", "devices": 1, "num_nodes": 1, "strategy": "auto",
                          "accumulate_grad_batches": 1, "plugins": []}
+
+
+# --- multi-node SLURM ---------------------------------------------------------------------------------------------
+
+PAPER_NODES = ["hydra.launcher.nodes=8", "hydra.launcher.tasks_per_node=8", "hydra.launcher.gpus_per_node=8",
+               "hydra.launcher.timeout_min=2880", "hydra.launcher.partition=gpu", "hydra.launcher.account=xlstm"]
+
+
+def test_the_slurm_job_of_a_multi_node_paper_run_asks_for_its_nodes_gpus_tasks_time_and_requeue_signal(
+        tmp_path, monkeypatch):
+    """The parameters reach sbatch as Hydra's submitit launcher hands them to submitit (BaseSubmititLauncher.launch:
+    BaseQueueConf's keys as they are, the others prefixed ``slurm_``); submitit needs an ``srun`` to exist."""
+    import submitit
+    from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
+
+    from experiments.sweeps.sweep import load_launcher
+
+    launcher = load_launcher("slurm", PAPER_NODES)["hydra_launcher"]
+    (tmp_path / "srun").write_text("#!/bin/sh\nexit 1\n")
+    (tmp_path / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{__import__('os').environ['PATH']}")
+    executor = submitit.AutoExecutor(folder=tmp_path / "jobs", cluster="slurm")
+    common = set(OmegaConf.structured(BaseQueueConf).keys())
+    executor.update_parameters(**{key if key in common else f"slurm_{key}": value for key, value in launcher.items()
+                                  if key not in ("_target_", "submitit_folder")})
+    script = executor._executor._make_submission_file_text("python -m experiments.sweeps.hydra_worker", "job")
+    for line in ["--nodes=8", "--ntasks-per-node=8", "--gpus-per-node=8", "--time=2880", "--partition=gpu",
+                 "--account=xlstm", "--signal=USR1@120"]:
+        assert f"#SBATCH {line}\n" in script
+
+
+def test_a_run_whose_processes_are_not_the_jobs_tasks_is_refused_before_submitting():
+    from experiments.config.artifacts import load_artifact
+    from experiments.sweeps.sweep import check_processes, load_launcher
+
+    paper = load_artifact("spaj15b_model_results")
+    with pytest.raises(ValueError, match=r"trains on trainer.devices=8 processes on each of trainer.num_nodes=1 nodes, "
+                                         r"but the launcher starts tasks_per_node=1 on each of nodes=1"):
+        check_processes(paper.runs("paper"), load_launcher("slurm")["hydra_launcher"])
+    check_processes(paper.runs("paper", ["+trainer.num_nodes=8"]), load_launcher("slurm", PAPER_NODES)["hydra_launcher"])
+
+
+def test_lightning_runs_under_slurm_with_requeue_on_the_jobs_signal(monkeypatch):
+    """A SLURM task (faked: its environment) gets Lightning's SLURM environment with automatic requeue on USR1, the
+    signal configs/launcher/slurm.yaml asks sbatch for; nothing is launched."""
+    import signal
+
+    import lightning as L
+    from lightning.pytorch.plugins.environments import SLURMEnvironment
+
+    for name, value in {"SLURM_NTASKS": "4", "SLURM_NTASKS_PER_NODE": "2", "SLURM_JOB_NAME": "hydra_worker",
+                        "SLURM_NODELIST": "node[1-2]", "SLURM_PROCID": "3", "SLURM_LOCALID": "1", "SLURM_NODEID": "1",
+                        "SLURM_JOB_ID": "7"}.items():
+        monkeypatch.setenv(name, value)
+    config = compose_run_config([*TINY_LM, "trainer.devices=2", "+trainer.num_nodes=2", "trainer.strategy=ddp"])
+    trainer = L.Trainer(**distributed_trainer_arguments(config), logger=False)
+    environment = trainer.strategy.cluster_environment
+    assert isinstance(environment, SLURMEnvironment)
+    assert environment.auto_requeue and environment.requeue_signal == signal.SIGUSR1
+    assert (trainer.world_size, trainer.global_rank, trainer.num_nodes) == (4, 3, 2)
+
+
+def test_a_requeued_job_takes_over_the_claim_of_its_earlier_attempt(tmp_path, monkeypatch):
+    from experiments.sweeps.claims import release
+    from experiments.sweeps.run_store import claim_run
+
+    monkeypatch.setenv("SLURM_ARRAY_JOB_ID", "7")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "3")
+    first = claim_run(tmp_path)  # the first attempt, killed at requeue with its claim fresh
+    assert first is not None and claim_run(tmp_path) is None  # the same attempt (another worker of the allocation)
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "4")
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
+    assert claim_run(tmp_path) is None  # another job's claim lives by its heartbeat
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "3")
+    second = claim_run(tmp_path)
+    assert second is not None and second.token != first.token
+    release(second)
+
+
+def test_the_other_ranks_of_a_job_train_without_claiming(tmp_path):
+    from experiments.config.artifacts import load_artifact
+    from experiments.sweeps.run_execution import train_as_another_rank
+    from experiments.sweeps.run_store import CLAIM_FILE, RESULT_FILE, run_directory, write_result, write_run_inputs
+
+    run = load_artifact("sweep-fixture").runs("smoke", ["trainer.num_threads=null"])[0]
+    outcome = train_as_another_rank(run, 1, tmp_path, "tests.sweep_fakes.record_run")
+    run_dir = run_directory(run, tmp_path)
+    assert outcome.status == "done" and (run_dir / "executions.log").exists() and (run_dir / "output-rank1.log").exists()
+    assert not (run_dir / CLAIM_FILE).exists() and not (run_dir / RESULT_FILE).exists()  # rank 0's
+    write_run_inputs(run_dir, run)  # rank 0 finished it
+    write_result(run_dir, run, {}, datetime.now(timezone.utc))
+    assert train_as_another_rank(run, 1, tmp_path, "tests.sweep_fakes.record_run").status == "already done"

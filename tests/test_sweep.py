@@ -208,6 +208,7 @@ def test_slurm_launcher_parameters_are_valid_hydra_overrides(tmp_path):
     shown = subprocess.run([*single_job, "--cfg", "hydra", "--package", "hydra.launcher"], cwd=REPOSITORY_ROOT, capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr
     assert "SlurmLauncher" in shown.stdout and "gpus_per_node: 1" in shown.stdout and "array_parallelism: 64" in shown.stdout
+    assert "additional_parameters:\n  signal: USR1@120" in shown.stdout  # Lightning's requeue signal
 
 
 def test_overrides_may_follow_options_on_the_command_line():

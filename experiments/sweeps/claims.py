@@ -52,8 +52,13 @@ class ClaimState:
     def is_stale(self, stale_after_seconds: float) -> bool:
         """A claim lives while its heartbeat does; on this host, also only while its process does: a dead pid, or a
         live pid whose start time is not the claim's (the pid was reused, or the claim was copied), ends it at once.
-        A claim without a start time (not written by this suite) lives by its heartbeat alone."""
+        A claim without a start time (not written by this suite) lives by its heartbeat alone. A claim of an earlier
+        attempt of this process's own SLURM job ends when SLURM requeues the job (it runs one attempt at a time), so
+        the requeued job resumes its run at once instead of waiting for the old heartbeat to age."""
         if self.age_seconds > stale_after_seconds:
+            return True
+        job, attempt = slurm_attempt()
+        if job is not None and self.holder.get("slurm_job") == job and self.holder.get("slurm_attempt", attempt) < attempt:
             return True
         if self.holder.get("hostname") != socket.gethostname() or "pid" not in self.holder:
             return False
@@ -107,13 +112,22 @@ def create_exclusively(path: Path, content: dict) -> bool:
 
 
 def claim_holder(token: str) -> dict:
+    job, attempt = slurm_attempt()
     return {
         "hostname": socket.gethostname(),
         "pid": os.getpid(),
         "process_start_ticks": process_start_ticks(os.getpid()),
         "token": token,
         "started": datetime.now(timezone.utc).isoformat(),
-    }
+    } | ({"slurm_job": job, "slurm_attempt": attempt} if job is not None else {})
+
+
+def slurm_attempt() -> tuple[str | None, int]:
+    """This process's SLURM job (``<array job>_<task>`` for an array job) and its attempt (SLURM_RESTART_COUNT: 0,
+    then one more after each requeue); (None, 0) outside SLURM."""
+    array_job = os.environ.get("SLURM_ARRAY_JOB_ID")
+    job = f"{array_job}_{os.environ.get('SLURM_ARRAY_TASK_ID')}" if array_job else os.environ.get("SLURM_JOB_ID")
+    return job, int(os.environ.get("SLURM_RESTART_COUNT", 0))
 
 
 def read_claim(path: Path) -> ClaimState | None:

@@ -56,6 +56,20 @@ def execute_run(
         return train_and_record(run, run_dir, run_function)
 
 
+def train_as_another_rank(run: PlannedRun, rank: int, root: Path = RUN_STORE,
+                          run_function: str = DEFAULT_RUN_FUNCTION) -> RunOutcome:
+    """Rank ``rank`` > 0 of a run on several processes (a SLURM job's other tasks): train beside rank 0, which claims
+    the run and records its result; nothing to do when the run is done already. Output: output-rank<rank>.log."""
+    run_dir = run_directory(run, root)
+    if finished_result(run_dir) is not None:
+        return RunOutcome("already done", run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    output = Path(OUTPUT_FILE)
+    with output_to(run_dir / f"{output.stem}-rank{rank}{output.suffix}"):
+        train(run.config, run_dir, run_function)
+    return RunOutcome("done", run_dir)
+
+
 def skipped_outcome(run_dir: Path) -> RunOutcome:
     if finished_result(run_dir) is not None:
         return RunOutcome("already done", run_dir)

@@ -32,6 +32,7 @@ from experiments.sweeps.run_store import (ERROR_FILE, RUN_STORE, failure_message
 from experiments.sweeps.status import print_plan, print_summary
 
 HYDRA_LAUNCHERS = {"SlurmLauncher": "submitit_slurm", "LocalLauncher": "submitit_local"}
+LAUNCHER_OVERRIDE = "hydra.launcher."
 LAUNCHES = ".launches"  # per artifact: one folder per submitit launch (manifest, Hydra and submitit logs)
 INTERRUPTED_EXIT_CODE = 130
 
@@ -55,7 +56,8 @@ def run_sweep(
     """Plan, then run what is not done; the exit code is non-zero if a run failed. Bad input raises ValueError."""
     artifact = artifact if isinstance(artifact, Artifact) else load_artifact(artifact)
     check_scale(scale)
-    launcher_config = load_launcher(launcher)
+    overrides, launcher_overrides = split_overrides(overrides)
+    launcher_config = load_launcher(launcher, launcher_overrides)
     jobs = check_jobs(jobs if jobs is not None else launcher_config.get("jobs", 1))
     check_run_function(run_function)
     root = Path(root).resolve()
@@ -127,14 +129,29 @@ def claim_is_live(run_dir: Path, stale_after_seconds: float) -> bool:
     return state is not None and not state.is_stale(stale_after_seconds)
 
 
-def load_launcher(name: str) -> dict:
-    """configs/launcher/<name>.yaml: ``jobs`` (local pool) or ``hydra_launcher`` (parameters of a submitit launcher)."""
+def split_overrides(overrides: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(the runs' overrides, the launcher's): ``hydra.launcher.<key>=<value>`` sets a key of the submitit launcher
+    (nodes, partition, ...), as in Hydra's own command line; every other override is the runs'."""
+    launcher = [override for override in overrides if override.startswith(LAUNCHER_OVERRIDE)]
+    return [override for override in overrides if override not in launcher], launcher
+
+
+def load_launcher(name: str, overrides: Sequence[str] = ()) -> dict:
+    """configs/launcher/<name>.yaml: ``jobs`` (local pool) or ``hydra_launcher`` (parameters of a submitit launcher),
+    with ``hydra.launcher.<key>=<value>`` overrides applied to the latter."""
     if name not in group_choices("launcher"):
         raise ValueError(f"unknown launcher {name!r}; valid choices: {group_choices('launcher')}")
     launcher = OmegaConf.to_container(load_yaml(CONFIGS / "launcher" / f"{name}.yaml"), resolve=False)
     target = launcher.get("hydra_launcher", {}).get("_target_", "SlurmLauncher")
     if target.rsplit(".", 1)[-1] not in HYDRA_LAUNCHERS:
         raise ValueError(f"launcher {name!r}: unknown Hydra launcher {target!r}; valid classes: {sorted(HYDRA_LAUNCHERS)}")
+    if overrides:
+        if "hydra_launcher" not in launcher:
+            raise ValueError(f"launcher {name!r} is not a submitit launcher; {list(overrides)} apply to slurm or "
+                             "submitit_local only")
+        changes = OmegaConf.from_dotlist([override.removeprefix(LAUNCHER_OVERRIDE) for override in overrides])
+        launcher["hydra_launcher"] = OmegaConf.to_container(
+            OmegaConf.merge(launcher["hydra_launcher"], changes), resolve=False)
     return launcher
 
 
@@ -174,6 +191,7 @@ def run_with_submitit(
     """Write a manifest, run the Hydra app in multirun mode (it waits for the array jobs), then read the store."""
     if not runs:
         return []
+    check_processes(runs, hydra_launcher)
     launch_dir = root / runs[0].scale / runs[0].artifact / LAUNCHES / datetime.now().strftime(f"%Y%m%d-%H%M%S-{os.getpid()}")
     manifest_path = write_manifest(launch_dir / "manifest.json", Manifest(root, run_function, stale_after_seconds, runs))
     command = hydra_command(hydra_launcher, launch_dir, manifest_path, len(runs))
@@ -182,11 +200,26 @@ def run_with_submitit(
     return [(run, stored_outcome(run, root, launch_dir, returncode, stale_after_seconds)) for run in runs]
 
 
+def check_processes(runs: list[PlannedRun], hydra_launcher: dict) -> None:
+    """Each SLURM task of a job is one of its run's Lightning processes: the launcher's tasks_per_node and nodes must
+    be the run's trainer.devices and trainer.num_nodes; ValueError naming both before anything is submitted."""
+    launcher = (hydra_launcher.get("tasks_per_node", 1), hydra_launcher.get("nodes", 1))
+    for run in runs:
+        trainer = (OmegaConf.select(run.config, "trainer.devices", default=1),
+                   OmegaConf.select(run.config, "trainer.num_nodes", default=1))
+        if trainer != launcher:
+            raise ValueError(f"run {run.run_id} ({run.cell}) trains on trainer.devices={trainer[0]} processes on each "
+                             f"of trainer.num_nodes={trainer[1]} nodes, but the launcher starts tasks_per_node="
+                             f"{launcher[0]} on each of nodes={launcher[1]}; set hydra.launcher.tasks_per_node="
+                             f"{trainer[0]} hydra.launcher.gpus_per_node={trainer[0]} hydra.launcher.nodes={trainer[1]}, "
+                             "or the runs' trainer.devices and +trainer.num_nodes")
+
+
 def hydra_command(hydra_launcher: dict, launch_dir: Path, manifest_path: Path, count: int) -> list[str]:
     """``python -m experiments.sweeps.hydra_worker --multirun hydra/launcher=submitit_* hydra.launcher.*=... +index=range(0,N)``."""
     launcher_class = hydra_launcher["_target_"].rsplit(".", 1)[-1]
-    parameters = [
-        f"hydra.launcher.{key}={override_value(value, quote_strings=True)}"
+    parameters = [  # ++ adds the keys of a mapping (additional_parameters) that Hydra's default leaves empty
+        f"{'++' if isinstance(value, dict) else ''}hydra.launcher.{key}={override_value(value, quote_strings=True)}"
         for key, value in hydra_launcher.items()
         if key != "_target_"
     ]
