@@ -16,7 +16,7 @@ from experiments.config.configuration import ConfigError, compose_run_config
 from experiments.config.validation import validate_run_config
 from experiments.training.distribution import (batch_split, compile_network, compiles, distributed_trainer_arguments,
                                                precision_and_strategy)
-from experiments.training.train import run_training
+from experiments.training.train import build_module, run_training
 from models.catalog import TRAINING_POLICIES, known_backbones, training_policy
 from models.registry import build_backbone
 from tasks.formal_languages.data import FormalLanguageDataModule
@@ -33,6 +33,8 @@ TINY_MQAR = ["model=llama", "task=mqar", "trainer.max_steps=3", "trainer.val_eve
              "trainer.num_threads=1", "trainer.accelerator=cpu", "model.embedding_dim=16", "task.vocab_size=64",
              "task.context_length=32", "task.num_kv_pairs=4", "task.train_samples=16", "task.val_samples=8",
              "task.test_samples=8"]
+MQAR_TASK = MQARTaskConfig(name="mqar", family="mqar", vocab_size=64, context_length=32, num_kv_pairs=4, power_a=0.01,
+                           random_non_queries=False, data_seed=0, train_samples=16, val_samples=8, test_samples=8)
 # Float32 sums of the same gradients in another order (gloo's all-reduce against accumulation in one process, or one
 # batch's mean against the mean of its two halves' means) differ in the last bits; three AdamW steps keep that at
 # ~1e-7 (measured: 0.0 between two processes and accumulation, 7.8e-8 against one whole batch).
@@ -122,9 +124,7 @@ def test_every_rank_reads_its_slice_of_the_same_global_batch(family, world_size,
     """The samples of a step are the single process's (unchanged: committed reports regenerate from them), whatever
     the number of processes and accumulation steps; formal-language micro-batches are padded to their own longest."""
     make = {"formal_language": lambda: FormalLanguageDataModule("parity", batch_size=8, val_samples=8, test_samples=8),
-            "mqar": lambda: MQARDataModule(MQARTaskConfig(
-                name="mqar", family="mqar", vocab_size=64, context_length=32, num_kv_pairs=4, power_a=0.01,
-                random_non_queries=False, data_seed=0, train_samples=16, val_samples=8, test_samples=8), 8)}[family]
+            "mqar": lambda: MQARDataModule(MQAR_TASK, 8)}[family]
     whole, joined = global_batches_of(make, world_size, accumulation, steps=3)  # 3 steps: an MQAR epoch is 2 batches
     for (inputs, targets), (joined_inputs, joined_targets) in zip(whole, joined):
         assert torch.equal(inputs, joined_inputs) and torch.equal(targets, joined_targets)
@@ -366,3 +366,21 @@ def test_the_other_ranks_of_a_job_train_without_claiming(tmp_path):
     write_run_inputs(run_dir, run)  # rank 0 finished it
     write_result(run_dir, run, {}, datetime.now(timezone.utc))
     assert train_as_another_rank(run, 1, tmp_path, "tests.sweep_fakes.record_run").status == "already done"
+
+
+def test_gradient_clipping_under_fsdp_takes_the_norm_over_all_shards_through_the_root_module():
+    """Lightning's FSDP refuses norm clipping (it needs a GPU to run; this checks the hook's two paths on CPU): under
+    FSDP the root FSDP module clips, elsewhere Lightning's clipping runs as before."""
+    from lightning.pytorch.strategies import FSDPStrategy, SingleDeviceStrategy
+
+    module = build_module(compose_run_config(TINY_MQAR), MQARDataModule(MQAR_TASK, 8).spec)
+    clipped = []
+    fsdp = FSDPStrategy()
+    fsdp.model = SimpleNamespace(clip_grad_norm_=clipped.append)
+    module._trainer = SimpleNamespace(strategy=fsdp)
+    module.configure_gradient_clipping(None, 1.0, "norm")
+    assert clipped == [1.0]
+    module._trainer = SimpleNamespace(strategy=SingleDeviceStrategy("cpu"))
+    module.clip_gradients = lambda *arguments, **keywords: clipped.append(("lightning", arguments, keywords))
+    module.configure_gradient_clipping("optimizer", 1.0, "norm")
+    assert clipped[1] == ("lightning", ("optimizer",), {"gradient_clip_val": 1.0, "gradient_clip_algorithm": "norm"})

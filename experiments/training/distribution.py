@@ -146,3 +146,20 @@ def distributed_trainer_arguments(config: DictConfig) -> dict:
     return {"precision": precision, "accelerator": trainer.accelerator, "devices": trainer.devices,
             "num_nodes": split.num_nodes, "strategy": strategy, "accumulate_grad_batches": split.accumulation,
             "plugins": cluster_plugins()}
+
+
+class ShardedGradientClipping:
+    """A LightningModule mixin: ``trainer.gradient_clip_val`` under FSDP clips by the norm of the whole model's
+    gradient over all shards, through the root FSDP module's clip_grad_norm_. Lightning's FSDP precision refuses norm
+    clipping (torch.nn.utils.clip_grad_norm_ would see one shard) and leaves it to this hook; elsewhere it is
+    Lightning's own clipping."""
+
+    def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None) -> None:
+        from lightning.pytorch.strategies import FSDPStrategy
+
+        strategy = self.trainer.strategy
+        if isinstance(strategy, FSDPStrategy) and gradient_clip_val and gradient_clip_algorithm in (None, "norm"):
+            strategy.model.clip_grad_norm_(gradient_clip_val)
+            return
+        self.clip_gradients(optimizer, gradient_clip_val=gradient_clip_val,
+                            gradient_clip_algorithm=gradient_clip_algorithm)

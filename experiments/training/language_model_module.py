@@ -6,13 +6,14 @@ import torch.nn.functional as F
 from torch import nn
 from torchmetrics import MeanMetric
 
+from experiments.training.distribution import ShardedGradientClipping
 from experiments.training.optimizer import configure_adamw
 from tasks.spec import IGNORE_INDEX, TaskSpec
 
 SPLITS = ("val", "test")
 
 
-class LanguageModelModule(L.LightningModule):
+class LanguageModelModule(ShardedGradientClipping, L.LightningModule):
     """A language model (tokens (B, S) -> logits (B, S, V)) trained on the next token of every scored position.
 
     Loss: cross-entropy averaged over the batch's scored tokens (targets != -100). Validation and test: the

@@ -6,13 +6,14 @@ import torch.nn.functional as F
 from torch import nn
 from torchmetrics import MeanMetric
 
+from experiments.training.distribution import ShardedGradientClipping
 from experiments.training.optimizer import configure_adamw
 from tasks.spec import IGNORE_INDEX, TaskSpec
 
 SPLITS = ("val", "test")
 
 
-class SequenceTaskModule(L.LightningModule):
+class SequenceTaskModule(ShardedGradientClipping, L.LightningModule):
     """Per-position classification or regression (the spec's output_kind): tokens (B, S) or vectors (B, S, d) ->
     class logits (B, S, C) or scalars (B, S).
 
