@@ -8,6 +8,8 @@ import sys
 from datetime import datetime, timezone
 from types import SimpleNamespace
 
+import numpy as np
+import pandas as pd
 import pytest
 import torch
 from omegaconf import OmegaConf
@@ -26,7 +28,7 @@ from tasks.spec import IGNORE_INDEX
 
 # A language model on the sample corpus shipped with the suite (GPT-2 tokens), three AdamW steps of a global batch of 4
 TINY_LM = ["model=xlstm_1_0", "task=lm_sample", "optim=adamw_lm", "optim.warmup_steps=1", "trainer.max_steps=3",
-           "trainer.val_every_steps=3", "trainer.batch_size=4", "task.context_length=16", "task.val_sequences=4",
+           "trainer.val_every_steps=1", "trainer.batch_size=4", "task.context_length=16", "task.val_sequences=4",
            "task.test_sequences=4", "model.embedding_dim=16", "model.num_blocks=1", "trainer.num_threads=1",
            "trainer.accelerator=cpu"]
 TINY_MQAR = ["model=llama", "task=mqar", "trainer.max_steps=3", "trainer.val_every_steps=3", "trainer.batch_size=4",
@@ -73,6 +75,12 @@ def test_two_processes_train_the_weights_of_one_process_at_the_same_global_batch
     run_training(compose_run_config(TINY_LM), tmp_path / "whole")
     assert_same_weights(two_processes, weights(tmp_path / "accumulated"))
     assert_same_weights(two_processes, weights(tmp_path / "whole"))
+    # validation at the same optimizer steps (Lightning counts its interval in micro-batches), on every sequence
+    logged = [pd.read_csv(tmp_path / run / "metrics.csv")[["step", "val/loss"]].dropna()
+              for run in ("ddp", "accumulated", "whole")]
+    for other in logged[1:]:
+        assert list(other["step"]) == list(logged[0]["step"])
+        np.testing.assert_allclose(other["val/loss"], logged[0]["val/loss"], **TOLERANCE)
 
 
 @pytest.mark.slow
