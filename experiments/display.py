@@ -62,3 +62,12 @@ def label(text: str) -> str:
     """snake_case -> words, first letter capitalised: "deterministic_context_free" -> "Deterministic context free"."""
     words = text.replace("_", " ")
     return words[:1].upper() + words[1:]
+
+
+def value_name(key: str, value) -> str:
+    """How a cell value is shown: models and tasks by their names, other keys as key=value."""
+    if key == "model":
+        return model_name(value)
+    if key == "task":
+        return label(value)
+    return f"{key.rsplit('.', 1)[-1]}={value}"

@@ -90,7 +90,7 @@ class PointsReport(Report):
 
 @dataclass(frozen=True, kw_only=True)
 class TableReport(Report):
-    """No figure: the cell table on the report's page is the report."""
+    """The cell table on the report's page, and bars of the cells (ours beside the paper's numbers)."""
 
 
 REPORT_KINDS = {"heatmap": HeatmapReport, "lines": LinesReport, "points": PointsReport, "table": TableReport}

@@ -8,6 +8,7 @@ from experiments.config.artifacts import Artifact, PlannedRun
 from experiments.config.titles import config_values, summary, title_of
 from experiments.display import SCALE_NOTES, label, model_name
 from experiments.reports.findings import Finding, check, reference_mean
+from experiments.reports.rankings import cell_names, ordering, ordering_markdown
 
 UNPRINTED_MARK = "no number¹"
 
@@ -113,6 +114,9 @@ def markdown(artifact: Artifact, runs: Sequence[PlannedRun], table: pd.DataFrame
         lines += [f"![{artifact.name}]({figure_name})", ""]
     for finding in findings:
         lines += ["## The paper's finding and ours", "", finding_markdown(finding, table, report["metric"]), ""]
+    found = ordering(table, cell_names(table, report["cells"]), selection["mode"])
+    if found is not None:
+        lines += ["## The paper's order and ours", "", ordering_markdown(found, report["metric"], selection["mode"]), ""]
     reading = artifact.scales.get(scale, {}).get("reading")
     if reading:
         lines += ["## What this scale shows", "", reading.strip(), ""]
