@@ -122,6 +122,20 @@ def test_flop_counter_mode_measures_what_the_formula_says(case, monkeypatch):
     assert measured == expected_measurement(estimated_training_flops(name, options))  # exactly
 
 
+@pytest.mark.parametrize("name, options", [("gla", {}), ("retnet", {}), ("hgrn2", {"expand_ratio": 32}),
+                                           ("rwkv5", {"head_size": 32}), ("rwkv6", {"head_size": 32})])
+def test_flop_counter_mode_measures_the_chunkwise_linear_rnns_within_two_percent(name, options):
+    """Their chunkwise kernels run the terms models.flops counts as matmuls, and their decays elementwise."""
+    width, length = 128, 64  # two heads or more, and chunks of 8 (16 for RWKV-5) that fill the sequence
+    torch.manual_seed(0)
+    model = build_language_model_from(name, VOCAB, embedding_dim=width, num_blocks=1, **options)
+    with FlopCounterMode(display=False) as counter:
+        model(torch.randint(0, VOCAB, (BATCH, length))).logsumexp(-1).mean().backward()
+    estimate = flops_per_token(name, width, 1, options, sequence_length=length, output_size=VOCAB)
+    assert estimate.sequence_mixing > 0
+    assert counter.get_total_flops() == pytest.approx(estimate.training * BATCH * length, rel=2e-2)
+
+
 def dry_run(*extra: str, root) -> str:
     console = Console(file=io.StringIO(), width=250)
     artifact = small_artifact(["llama", "xlstm_1_0"], tasks=["parity", "even_pairs"], seeds=[0, 1])

@@ -270,7 +270,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     add_scale_argument(parser)
     parser.add_argument("--launcher", default="local", help=f"one of {group_choices('launcher')} (configs/launcher/)")
     parser.add_argument("--jobs", type=int, default=None, help="worker processes of the local launcher (default: its config)")
-    parser.add_argument("--dry-run", action="store_true", help="a summary per model and task of the runs, what is done and a compute estimate; run nothing")
+    parser.add_argument("--dry-run", action="store_true", help="a summary per model and task of the runs, what is done and a compute estimate (tokens, FLOPs, GPU-hours); run nothing")
     parser.add_argument("--verbose", action="store_true", help="with --dry-run: also list every run with its run id, status and estimate")
     default = Accelerator()
     parser.add_argument("--gpu-name", default=default.name, help=f"with --dry-run: the GPU the GPU-hours assume, by name (default: {default.name})")
