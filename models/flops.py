@@ -120,8 +120,8 @@ def matmul_parameters(name: str, embedding_dim: int, num_blocks: int, options_js
     with torch.device("meta"), SkipMetaFills():
         backbone = build_backbone(name, embedding_dim=embedding_dim, num_blocks=num_blocks, **json.loads(options_json))
     lookups = {id(module.weight) for module in backbone.modules() if isinstance(module, nn.Embedding)}
-    return sum(parameter.numel() for name, parameter in backbone.named_parameters()
-               if parameter.dim() >= 2 and id(parameter) not in lookups and name.rsplit(".", 1)[-1] != "bias")
+    return sum(parameter.numel() for path, parameter in backbone.named_parameters()
+               if parameter.dim() >= 2 and id(parameter) not in lookups and path.rsplit(".", 1)[-1] != "bias")
 
 
 class SkipMetaFills(TorchFunctionMode):
@@ -172,7 +172,9 @@ def fft_convolution(S: int, kernel_length: int, channels: int) -> float:
 
 
 def _xlstm(config: XLSTMStackConfig, S: int) -> float:
-    mlstm_blocks = config.block_types.count("mlstm")  # the sLSTM's recurrent matrix is among the matmul parameters
+    """The mLSTM blocks' mixing; the sLSTM's recurrent matrix is among the matmul parameters. An sLSTM-only stack
+    need not have a valid mLSTM inner dimension, so it is not asked for one."""
+    mlstm_blocks = config.block_types.count("mlstm")
     return mlstm_blocks * mlstm(S, config.mlstm, config.embedding_dim) if mlstm_blocks else 0.0
 
 
