@@ -2,7 +2,6 @@
 full filesystem, a claim naming a live process that is not its holder."""
 
 import json
-import os
 import socket
 import subprocess
 import sys
