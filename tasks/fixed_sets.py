@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
+from tasks.training_position import training_position
+
 TRAIN_STREAM, VALIDATION_STREAM, TEST_STREAM, TRAIN_ORDER_STREAM = 0, 1, 2, 3
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # inputs and targets, laid out by the family's set
@@ -34,23 +36,24 @@ def as_batch(samples: FixedSet, rows: np.ndarray) -> Batch:
 
 
 class TrainingBatches(IterableDataset):
-    """Endless training batches, epoch after epoch, each epoch in its own seeded order; an epoch is the set's
-    ``len // batch_size`` full batches (the rest of the order is left out of that epoch). Use with
-    `DataLoader(dataset, batch_size=None)`."""
+    """Endless training batches from batch ``first_batch`` on (a resumed run's position), epoch after epoch, each
+    epoch in its own seeded order; an epoch is the set's ``len // batch_size`` full batches (the rest of the order
+    is left out of that epoch). Use with `DataLoader(dataset, batch_size=None)`."""
 
-    def __init__(self, samples: FixedSet, batch_size: int, data_seed: int) -> None:
+    def __init__(self, samples: FixedSet, batch_size: int, data_seed: int, first_batch: int = 0) -> None:
         if batch_size > len(samples):
             raise ValueError(f"batch_size={batch_size} is larger than the training set (train_samples="
                              f"{len(samples)}); valid: batch_size <= {len(samples)}")
-        self.samples, self.batch_size, self.data_seed = samples, batch_size, data_seed
+        self.samples, self.batch_size, self.data_seed, self.first_batch = samples, batch_size, data_seed, first_batch
 
     def __iter__(self) -> Iterator[Batch]:
-        epoch = 0
+        batches_per_epoch = len(self.samples) // self.batch_size
+        epoch, batch = divmod(self.first_batch, batches_per_epoch)
         while True:
             order = np.random.default_rng([self.data_seed, TRAIN_ORDER_STREAM, epoch]).permutation(len(self.samples))
-            for start in range(0, len(order) - self.batch_size + 1, self.batch_size):
+            for start in range(batch * self.batch_size, batches_per_epoch * self.batch_size, self.batch_size):
                 yield as_batch(self.samples, order[start:start + self.batch_size])
-            epoch += 1
+            epoch, batch = epoch + 1, 0
 
 
 class FixedSetsDataModule(lightning.LightningDataModule):
@@ -75,8 +78,12 @@ class FixedSetsDataModule(lightning.LightningDataModule):
         raise NotImplementedError
 
     def train_dataloader(self) -> DataLoader:
+        """Training batches from the trainer's step on (its global_step, restored before Lightning asks for this
+        loader when a run resumes)."""
         samples = self.fixed_set(TRAIN_STREAM, self.config.train_samples)
-        return DataLoader(TrainingBatches(samples, self.batch_size, self.config.data_seed), batch_size=None)
+        first_batch = training_position(self).first_micro_batch
+        return DataLoader(TrainingBatches(samples, self.batch_size, self.config.data_seed, first_batch),
+                          batch_size=None)
 
     def val_dataloader(self) -> DataLoader:
         return DataLoader(self._evaluation_batches(VALIDATION_STREAM, self.config.val_samples), batch_size=None)

@@ -30,6 +30,12 @@ class TrainingPosition:
         """Micro-batches that make up one global batch, over all processes."""
         return self.world_size * self.accumulation
 
+    @property
+    def first_micro_batch(self) -> int:
+        """The index of the first micro-batch this process loads, counting its micro-batches from step 0 (for a
+        loader that numbers its batches and serves ``accumulation`` of them per optimizer step)."""
+        return self.start_step * self.accumulation
+
 
 def training_position(datamodule) -> TrainingPosition:
     """The position of ``datamodule``'s trainer (a Lightning datamodule attached to a fit), or step 0 of a single

@@ -94,16 +94,25 @@ class TrainerConfig:
     num_threads: int | None = field(metadata=AT_LEAST_ONE)  # null: torch's default (every core)
     logger: Literal[LOGGERS]
     checkpoint: bool
+    # last.ckpt, which a killed run resumes from, every this many training steps; null: at every validation.
+    # configs/trainer/default.yaml leaves it out, so the run ids of its runs stay as they were
+    checkpoint_every_steps: int | None = field(default=None, metadata=AT_LEAST_ONE)
 
     def problems(self) -> list[str]:
+        problems = []
         if isinstance(self.devices, int) and self.devices < 1 and self.devices != -1:
-            return [f"devices={self.devices} must be a count >= 1, -1 (all), 'auto' or a list of device indices"]
-        return []
+            problems.append(f"devices={self.devices} must be a count >= 1, -1 (all), 'auto' or a list of device "
+                            "indices")
+        if self.checkpoint_every_steps is not None and not self.checkpoint:
+            problems.append(f"checkpoint_every_steps={self.checkpoint_every_steps} needs checkpoint=true (or "
+                            "checkpoint_every_steps=null)")
+        return problems
 
 
 @dataclass
 class DebugConfig:
-    """Fault injection. ``fail_after_steps`` is read by experiments.training.train; the others by the fake run
+    """Fault injection. ``fail_after_steps`` is read by experiments.training.train (which also reads it from the
+    environment variable XLSTM_SUITE_FAIL_AFTER_STEPS, leaving the run's id as it is); the others by the fake run
     functions of the sweep runner's tests (tests/sweep_fakes.py)."""
 
     fail_after_steps: int | None = field(default=None, metadata=AT_LEAST_ONE)

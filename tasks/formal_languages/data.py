@@ -18,6 +18,7 @@ from tasks.formal_languages.base import IGNORE_INDEX, FormalLanguageTask
 from tasks.formal_languages.config import FormalLanguageTaskConfig
 from tasks.formal_languages.registry import get_task
 from tasks.spec import TaskSpec
+from tasks.training_position import training_position
 
 TRAIN_STREAM, VALIDATION_STREAM, TEST_STREAM = 0, 1, 2  # second entry of the seed sequence
 
@@ -54,11 +55,14 @@ def _cut_padding(inputs: torch.Tensor, targets: torch.Tensor) -> Batch:
 
 
 class TrainingBatches(IterableDataset):
-    """Endless training batches; batch b has lengths uniform in min_length..max_length and is padded to its
-    longest sequence. Use with `DataLoader(dataset, batch_size=None)`."""
+    """Endless training batches from batch ``first_batch`` on (a resumed run's position); batch b has lengths
+    uniform in min_length..max_length and is padded to its longest sequence. Use with
+    `DataLoader(dataset, batch_size=None)`."""
 
-    def __init__(self, task: FormalLanguageTask, batch_size: int, max_length: int, data_seed: int) -> None:
+    def __init__(self, task: FormalLanguageTask, batch_size: int, max_length: int, data_seed: int,
+                 first_batch: int = 0) -> None:
         self.task, self.batch_size, self.max_length, self.data_seed = task, batch_size, max_length, data_seed
+        self.first_batch = first_batch
 
     def batch(self, index: int) -> Batch:
         rng = np.random.default_rng([self.data_seed, TRAIN_STREAM, index])
@@ -66,7 +70,7 @@ class TrainingBatches(IterableDataset):
         return _cut_padding(*make_examples(self.task, lengths, rng))
 
     def __iter__(self) -> Iterator[Batch]:
-        index = 0
+        index = self.first_batch
         while True:
             yield self.batch(index)
             index += 1
@@ -117,7 +121,10 @@ class FormalLanguageDataModule(lightning.LightningDataModule):
         return self.task.spec
 
     def train_dataloader(self) -> DataLoader:
-        dataset = TrainingBatches(self.task, self.batch_size, self.train_max_length, self.data_seed)
+        """Training batches from the trainer's step on (its global_step, restored before Lightning asks for this
+        loader when a run resumes)."""
+        dataset = TrainingBatches(self.task, self.batch_size, self.train_max_length, self.data_seed,
+                                  training_position(self).first_micro_batch)
         return DataLoader(dataset, batch_size=None)
 
     def val_dataloader(self) -> DataLoader:
