@@ -19,6 +19,7 @@ from torch.utils.data import DataLoader, IterableDataset
 from tasks.training_position import training_position
 
 TRAIN_STREAM, VALIDATION_STREAM, TEST_STREAM, TRAIN_ORDER_STREAM = 0, 1, 2, 3
+SIZE_FIELDS = {TRAIN_STREAM: "train_samples", VALIDATION_STREAM: "val_samples", TEST_STREAM: "test_samples"}
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # inputs and targets, laid out by the family's set
 
@@ -58,7 +59,8 @@ class TrainingBatches(IterableDataset):
 
 class FixedSetsDataModule(lightning.LightningDataModule):
     """A family's datamodule over its three fixed sets; the family gives ``fixed_set``. ``config`` has
-    ``data_seed``, ``train_samples``, ``val_samples``, ``test_samples``, ``problems()`` and ``spec()``."""
+    ``data_seed``, ``problems()`` and ``spec()``, and ``train_samples``, ``val_samples``, ``test_samples`` unless the
+    family gives ``stream_set`` (a release's sets have the release's sizes)."""
 
     def __init__(self, config, batch_size: int) -> None:
         super().__init__()
@@ -77,24 +79,29 @@ class FixedSetsDataModule(lightning.LightningDataModule):
         """The ``samples`` samples of ``stream``, drawn from `default_rng([config.data_seed, stream])`."""
         raise NotImplementedError
 
+    def stream_set(self, stream: int) -> FixedSet:
+        """The set of ``stream``: the config's ``<split>_samples`` samples of ``fixed_set``."""
+        return self.fixed_set(stream, getattr(self.config, SIZE_FIELDS[stream]))
+
     def train_dataloader(self) -> DataLoader:
         """Training batches from the trainer's step on (its global_step, restored before Lightning asks for this
         loader when a run resumes)."""
-        samples = self.fixed_set(TRAIN_STREAM, self.config.train_samples)
+        samples = self.stream_set(TRAIN_STREAM)
         first_batch = training_position(self).first_micro_batch
         return DataLoader(TrainingBatches(samples, self.batch_size, self.config.data_seed, first_batch),
                           batch_size=None)
 
     def val_dataloader(self) -> DataLoader:
-        return DataLoader(self._evaluation_batches(VALIDATION_STREAM, self.config.val_samples), batch_size=None)
+        return DataLoader(self._evaluation_batches(VALIDATION_STREAM), batch_size=None)
 
     def test_dataloader(self) -> DataLoader:
-        return DataLoader(self._evaluation_batches(TEST_STREAM, self.config.test_samples), batch_size=None)
+        return DataLoader(self._evaluation_batches(TEST_STREAM), batch_size=None)
 
-    def _evaluation_batches(self, stream: int, samples: int) -> list[Batch]:
+    def _evaluation_batches(self, stream: int) -> list[Batch]:
         """The fixed set of ``stream`` in order, cut into batches of batch_size (built once per stream)."""
         if stream not in self._evaluation:
-            fixed = self.fixed_set(stream, samples)
+            fixed = self.stream_set(stream)
+            samples = len(fixed)
             starts = range(0, samples, self.batch_size)
             self._evaluation[stream] = [as_batch(fixed, np.arange(start, min(start + self.batch_size, samples)))
                                         for start in starts]
