@@ -37,6 +37,7 @@ def test_listops_sources_lose_their_parentheses_and_keep_operators_digits_and_br
     (["Source\tTarget", "( [MAX 2 ) 9 ] )\t12"], "line 2", "target '12'"),
     (["Source\tTarget", "( [MAX 2 ) 9 ] )\t9", "\t4"], "line 3", "an empty source"),
     (["Input\tOutput", "( [MAX 2 ) 9 ] )\t9"], "line 1", "header 'Input\\tOutput'"),
+    (["Source\tTarget"], "line 2", "no samples after the header"),
     (["Source\tTarget", "( [MAX 2 ) 9 1 ] )\t9"], "line 2", "5 tokens; expected at most max_length=4 tokens"),
 ])
 def test_a_malformed_listops_line_is_named_with_its_file_and_line(tmp_path, lines, where, problem):
@@ -63,6 +64,14 @@ def test_retrieval_reads_label_and_both_documents_as_bytes_cut_to_max_length(tmp
     assert inputs[0, 1].tolist() == [byte + 1 for byte in b"cited "]
     assert inputs[1, 1].tolist() == [ord("y") + 1, 0, 0, 0, 0, 0]
     assert targets[1, 1].tolist() == [0, -100, -100, -100, -100, -100] and (targets[0] == 1).all()
+
+
+def test_a_quoted_retrieval_field_loses_its_quotes_and_keeps_its_tab(tmp_path):
+    path = tmp_path / "new_aan_pairs.test.tsv"
+    path.write_text('1\ta\tb\t"two\tcolumns"\tplain\n0\tc\td\tx\ty\n')
+    pairs = read_retrieval(path, max_length=4000)
+    inputs, _ = pairs.examples(np.array([0]))
+    assert pairs.labels.tolist() == [1, 0] and bytes((inputs[0, 0, :11] - 1).astype(np.uint8)) == b"two\tcolumns"
 
 
 @pytest.mark.parametrize("row, problem", [

@@ -35,6 +35,8 @@ def read_listops(path: Path, max_length: int) -> TokenSequenceSet:
             tokens, label = parse_line(line.rstrip("\r\n"), path, number, max_length)
             sequences.append(tokens)
             labels.append(label)
+    if not labels:
+        raise ReleaseFormatError(path, "line 2", "no samples after the header", LINE_FORMAT)
     return TokenSequenceSet(RaggedTokens.from_sequences(sequences, dtype=np.uint8), np.array(labels, dtype=np.int64))
 
 

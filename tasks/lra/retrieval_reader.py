@@ -1,14 +1,16 @@
 """Reader of the LRA retrieval release (AAN, tsv_data/new_aan_pairs.{train,eval,test}.tsv).
 
-A line is five tab-separated fields without a header: label, id of the first document, id of the second, text of
+A record is five tab-separated fields without a header: label, id of the first document, id of the second, text of
 the first, text of the second (state-spaces/s4's AAN loader names the columns so: label, input1_id, input2_id, text1,
 text2). The label is 0 or 1 (also written 0.0 / 1.0): whether the two papers are linked by a citation. Documents
 are byte-level: a text's UTF-8 bytes, cut to ``max_length`` (the LRA: 4,000 bytes per document), token = byte + 1
-(0 is padding).
+(0 is padding). Records are read as csv's tab-separated dialect reads them (a field in double quotes loses its quotes
+and may hold tabs), as pandas, which state-spaces/s4's loader goes through, reads them too.
 """
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import numpy as np
@@ -32,10 +34,12 @@ def read_retrieval(path: Path, max_length: int) -> TokenPairSet:
     if not path.is_file():
         raise missing_file(path, "an AAN retrieval split, tsv_data/new_aan_pairs.<split>.tsv")
     first, second, labels = [], [], []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            fields = line.rstrip("\r\n").split("\t")
-            where = f"line {number}"
+    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))  # a document may exceed csv's default 131,072
+    with open(path, encoding="utf-8", newline="") as handle:
+        records = csv.reader(handle, delimiter="\t")
+        number = 1
+        for fields in records:
+            where, number = f"line {number}", records.line_num + 1
             if len(fields) != 5:
                 raise ReleaseFormatError(path, where, f"{len(fields)} tab-separated fields", LINE_FORMAT)
             label, _, _, text1, text2 = fields
