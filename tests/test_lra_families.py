@@ -99,6 +99,17 @@ def test_generated_splits_are_seeded_apart_disjoint_and_the_same_for_the_same_se
     assert (other.stream_set(TRAIN_STREAM).labels != first.stream_set(TRAIN_STREAM).labels).any()
 
 
+def test_generated_listops_splits_stay_disjoint_where_the_recipe_repeats_trees_often():
+    config = listops_config(max_depth=2, max_args=3, min_length=1, max_length=5, train_samples=300, val_samples=100,
+                            test_samples=100)  # 4,410 trees, the ten single digits drawn 3 times in 4
+    module = ListOpsDataModule(config, batch_size=4)
+    samples = {stream: set(module.stream_set(stream).sequence_bytes()) for stream in STREAMS}
+    assert [len(samples[stream]) for stream in STREAMS] == [300, 100, 100]
+    assert all(len(samples[TEST_STREAM] & samples[stream]) == 0 for stream in (TRAIN_STREAM, VALIDATION_STREAM))
+    assert not samples[TRAIN_STREAM] & samples[VALIDATION_STREAM]
+    assert bytes([1]) in samples[TEST_STREAM]  # the digit 0 alone: the split drawn first takes the likely trees
+
+
 def test_pathfinder_inputs_are_centred_pixels_in_row_major_order():
     module = PathfinderDataModule(pathfinder_config(), batch_size=4)
     images = module.stream_set(VALIDATION_STREAM)

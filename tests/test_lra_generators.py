@@ -74,6 +74,8 @@ def test_listops_is_the_same_for_a_seed_and_other_for_another():
     ({"min_length": 50, "max_length": 40}, "min_length=50 must be <= max_length=40"),
     ({"max_args": 1}, "max_args=1 must be >= 2"),
     ({"samples": 0}, "samples=0 must be >= 1"),
+    ({"max_depth": 2, "max_args": 2, "min_length": 1, "max_length": 4, "samples": 500},
+     "gave 410 distinct samples and then 10000 repeats in a row"),  # 10 digits and 4 x 100 operators of two digits
 ])
 def test_the_listops_generator_rejects_bad_values_before_drawing(change, message):
     arguments = {**SMALL, "samples": 10, **change}

@@ -24,6 +24,7 @@ from tasks.lra.sets import PixelSequenceSet, RaggedTokens, TokenSequenceSet
 from tasks.lra.source import GENERATED, release_folder
 
 SPLITS = {TRAIN_STREAM: "train", VALIDATION_STREAM: "val", TEST_STREAM: "test"}
+LISTOPS_DRAW_ORDER = (TEST_STREAM, VALIDATION_STREAM, TRAIN_STREAM)  # each excludes the trees of those before it
 SPLIT_STREAM = 5  # second entry of the seed of a release's seeded split (after data_seed)
 PATHFINDER_FRACTIONS = {VALIDATION_STREAM: 0.1, TEST_STREAM: 0.1}
 GENERATOR_VERSION = 1  # part of the cache keys: bump it when the same configuration gives other samples
@@ -45,18 +46,27 @@ def seeded_split(count: int, data_seed: int, fractions: dict[int, float]) -> dic
     return rows
 
 
-def listops_set(config, stream: int, samples: int) -> TokenSequenceSet:
+def listops_set(config, stream: int) -> TokenSequenceSet:
+    """The release's split, or the generated set of ``stream``: the test set first, then the validation set without
+    the test set's trees, then the training set without either (the release draws its three splits from one set of
+    distinct trees)."""
     if config.source != GENERATED:
         return read_listops_split(release_folder(config.source), SPLITS[stream], config.max_length)
     recipe = {"max_depth": config.max_depth, "max_args": config.max_args, "min_length": config.min_length,
               "max_length": config.max_length}
+    drawn_first = LISTOPS_DRAW_ORDER[:LISTOPS_DRAW_ORDER.index(stream)]
+    samples = getattr(config, f"{SPLITS[stream]}_samples")
 
     def draw() -> dict[str, np.ndarray]:
-        drawn = listops_generator.generate(samples, np.random.default_rng([config.data_seed, stream]), **recipe)
+        excluded = frozenset(sequence for other in drawn_first for sequence in listops_set(config, other).sequence_bytes())
+        drawn = listops_generator.generate(samples, np.random.default_rng([config.data_seed, stream]), **recipe,
+                                           excluded=excluded)
         return {"tokens": drawn.sequences.tokens, "offsets": drawn.sequences.offsets, "labels": drawn.labels}
 
+    excluding = [[config.data_seed, other, getattr(config, f"{SPLITS[other]}_samples")] for other in drawn_first]
     arrays = cached_arrays("lra_listops", {"task": "lra_listops", "version": GENERATOR_VERSION, **recipe,
-                                           "samples": samples, "seed": [config.data_seed, stream]}, draw)
+                                           "samples": samples, "seed": [config.data_seed, stream],
+                                           "excluding": excluding}, draw)
     return TokenSequenceSet(RaggedTokens(arrays["tokens"], arrays["offsets"]), arrays["labels"])
 
 
@@ -79,7 +89,7 @@ class ListOpsDataModule(FixedSetsDataModule):
     IGNORE_INDEX at its padding."""
 
     def stream_set(self, stream: int) -> FixedSet:
-        return listops_set(self.config, stream, getattr(self.config, f"{SPLITS[stream]}_samples"))
+        return listops_set(self.config, stream)
 
 
 class RetrievalDataModule(FixedSetsDataModule):

@@ -30,6 +30,7 @@ from tasks.lra.sets import RaggedTokens, TokenSequenceSet
 
 VALUE_P = 0.25
 UNIFORMS_PER_DRAW = 65536  # uniforms fetched from the generator at once; part of the data's definition
+MAX_REPEATS = 10_000  # draws in a row that repeat a taken tree before the recipe counts as exhausted
 
 
 class UniformStream:
@@ -85,8 +86,11 @@ def draw_tree(uniforms: UniformStream, max_depth: int, max_args: int, max_length
 
 
 def generate(samples: int, rng: np.random.Generator, max_depth: int = 10, max_args: int = 10,
-             min_length: int = 501, max_length: int = 1999) -> TokenSequenceSet:
-    """``samples`` distinct ListOps samples drawn from ``rng``; ValueError naming every bad value before drawing."""
+             min_length: int = 501, max_length: int = 1999,
+             excluded: frozenset[bytes] = frozenset()) -> TokenSequenceSet:
+    """``samples`` distinct ListOps samples drawn from ``rng``, none of them in ``excluded`` (token ids as uint8
+    bytes: another split's samples, as the release draws its splits from one set of distinct trees); ValueError
+    naming every bad value before drawing, or when the recipe has too few distinct trees left."""
     problems = generation_problems(max_depth, max_args, min_length, max_length)
     if samples < 1:
         problems.append(f"samples={samples} must be >= 1")
@@ -95,13 +99,20 @@ def generate(samples: int, rng: np.random.Generator, max_depth: int = 10, max_ar
     uniforms = UniformStream(rng)
     seen: set[bytes] = set()
     sequences, labels = [], []
+    repeats = 0  # draws in a row that gave a tree already taken
     while len(sequences) < samples:
         drawn = draw_tree(uniforms, max_depth, max_args, max_length)
         if drawn is None or len(drawn[0]) < min_length:
             continue
         tokens = np.array(drawn[0], dtype=np.uint8)
-        if tokens.tobytes() in seen:
+        if tokens.tobytes() in seen or tokens.tobytes() in excluded:
+            repeats += 1
+            if repeats == MAX_REPEATS:
+                raise ValueError(f"the recipe (max_depth={max_depth}, max_args={max_args}, lengths {min_length} to "
+                                 f"{max_length}) gave {len(sequences)} distinct samples and then {MAX_REPEATS} "
+                                 f"repeats in a row; valid: fewer samples than {samples} or a wider recipe")
             continue
+        repeats = 0
         seen.add(tokens.tobytes())
         sequences.append(tokens)
         labels.append(drawn[1])

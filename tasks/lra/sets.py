@@ -45,6 +45,10 @@ class RaggedTokens:
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)  # (N,)
 
+    def sequence_bytes(self) -> list[bytes]:
+        """Each sequence's tokens as bytes (to tell sequences apart)."""
+        return [self.tokens[start:end].tobytes() for start, end in zip(self.offsets[:-1], self.offsets[1:])]
+
     def padded(self, rows: np.ndarray, width: int | None = None) -> np.ndarray:
         """(B, S) int64 of the sequences ``rows``, padded with PADDING_TOKEN to S = width or their longest."""
         lengths = self.lengths[rows]  # (B,)
@@ -64,6 +68,9 @@ class TokenSequenceSet:
 
     def __len__(self) -> int:
         return len(self.labels)
+
+    def sequence_bytes(self) -> list[bytes]:
+        return self.sequences.sequence_bytes()
 
     def examples(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Inputs (B, S) int64 padded with 0, S the longest of ``rows``; targets (B, S) int64."""
