@@ -44,10 +44,10 @@ class TaskFamily:
 TASK_FAMILIES = {
     "formal_language": TaskFamily(FormalLanguageTaskConfig, "tasks.formal_languages.data:build_datamodule"),
     "lm": TaskFamily(LMTaskConfig, "tasks.lm.data:build_datamodule"),
-    "lra_image": TaskFamily(ImageTaskConfig, "tasks.lra.data:build_image"),
-    "lra_listops": TaskFamily(ListOpsTaskConfig, "tasks.lra.data:build_listops"),
-    "lra_pathfinder": TaskFamily(PathfinderTaskConfig, "tasks.lra.data:build_pathfinder"),
-    "lra_retrieval": TaskFamily(RetrievalTaskConfig, "tasks.lra.data:build_retrieval"),
+    "lra_image": TaskFamily(ImageTaskConfig, "tasks.lra.data:ImageDataModule"),
+    "lra_listops": TaskFamily(ListOpsTaskConfig, "tasks.lra.data:ListOpsDataModule"),
+    "lra_pathfinder": TaskFamily(PathfinderTaskConfig, "tasks.lra.data:PathfinderDataModule"),
+    "lra_retrieval": TaskFamily(RetrievalTaskConfig, "tasks.lra.data:RetrievalDataModule"),
     "mqar": TaskFamily(MQARTaskConfig, "tasks.mqar.data:build_datamodule"),
     "nns": TaskFamily(NNSTaskConfig, "tasks.nns.data:build_datamodule"),
 }

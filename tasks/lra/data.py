@@ -1,6 +1,6 @@
-"""Lightning data for the LRA families: fixed training, validation and test sets, generated (seeded as
-tasks.fixed_sets says, kept in the data cache) or read from a release folder, served as (inputs, targets) batches
-whose targets are one class per sequence (tasks.lra.sets).
+"""Lightning data for the LRA families (each datamodule class is its family's registered builder): fixed training,
+validation and test sets, generated (seeded as tasks.fixed_sets says, kept in the data cache) or read from a release
+folder, served as (inputs, targets) batches whose targets are one class per sequence (tasks.lra.sets).
 
 Release splits: ListOps and Retrieval come as train / val (AAN: eval) / test files; CIFAR-10 has no validation
 set, so ``val_fraction`` of its training images, drawn with ``data_seed``, validate; Pathfinder has one folder per
@@ -58,7 +58,8 @@ def listops_set(config, stream: int) -> TokenSequenceSet:
     samples = getattr(config, f"{SPLITS[stream]}_samples")
 
     def draw() -> dict[str, np.ndarray]:
-        excluded = frozenset(sequence for other in drawn_first for sequence in listops_set(config, other).sequence_bytes())
+        excluded = frozenset(sequence for other in drawn_first
+                             for sequence in listops_set(config, other).sequence_bytes())
         drawn = listops_generator.generate(samples, np.random.default_rng([config.data_seed, stream]), **recipe,
                                            excluded=excluded)
         return {"tokens": drawn.sequences.tokens, "offsets": drawn.sequences.offsets, "labels": drawn.labels}
@@ -135,18 +136,3 @@ class PathfinderDataModule(FixedSetsDataModule):
         """The difficulty folder's images, read once for the three splits."""
         return read_pathfinder(release_folder(self.config.source), self.config.difficulty)
 
-
-def build_listops(config, batch_size: int) -> ListOpsDataModule:
-    return ListOpsDataModule(config, batch_size)
-
-
-def build_retrieval(config, batch_size: int) -> RetrievalDataModule:
-    return RetrievalDataModule(config, batch_size)
-
-
-def build_image(config, batch_size: int) -> ImageDataModule:
-    return ImageDataModule(config, batch_size)
-
-
-def build_pathfinder(config, batch_size: int) -> PathfinderDataModule:
-    return PathfinderDataModule(config, batch_size)
