@@ -35,8 +35,7 @@ class RaggedTokens:
     def from_sequences(cls, sequences: list[np.ndarray], dtype=np.uint16) -> RaggedTokens:
         lengths = np.array([len(sequence) for sequence in sequences], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        tokens = np.concatenate(sequences).astype(dtype) if sequences else np.zeros(0, dtype=dtype)
-        return cls(tokens, offsets)
+        return cls(np.concatenate(sequences).astype(dtype), offsets)
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
