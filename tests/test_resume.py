@@ -33,6 +33,10 @@ PARITY = [*TINY, "model=xlstm_1_0", "task=parity", "trainer.max_steps=8", "train
 MQAR = [*TINY, "model=xlstm_1_0", "task=mqar", "task.context_length=16", "task.num_kv_pairs=2",
         "task.train_samples=24", "task.val_samples=8", "task.test_samples=8", "trainer.max_steps=8",
         "trainer.val_every_steps=3", "trainer.batch_size=8", "optim.lr=1e-2"]
+# one class per sequence, pooled over padded sequences of varying length; 3 batches per epoch as MQAR
+LISTOPS = [*TINY, "model=xlstm_1_0", "task=lra_listops", "task.max_depth=4", "task.max_args=4", "task.min_length=6",
+           "task.max_length=40", "task.train_samples=24", "task.val_samples=8", "task.test_samples=8",
+           "trainer.max_steps=8", "trainer.val_every_steps=3", "trainer.batch_size=8", "optim.lr=1e-2"]
 # warm-up over 2 steps, then the cosine: the resumed schedule must continue where it stopped
 LM = [*TINY, "model=llama", "task=lm_sample", "optim=adamw_lm", "optim.warmup_steps=2", "trainer.max_steps=8",
       "trainer.val_every_steps=3", "trainer.batch_size=4", "task.context_length=16", "task.val_sequences=4",
@@ -65,7 +69,8 @@ def assert_equal_runs(resumed, uninterrupted) -> None:
     (PARITY, 1, 5, 4),  # checkpoints at every step: the last one before the kill
     (MQAR, 2, 6, 4),  # every 2 steps: step 4 (the kill at step 6 comes before that step's checkpoint)
     (LM, 2, 5, 4),
-], ids=["formal_language", "mqar", "lm"])
+    (LISTOPS, 2, 6, 4),
+], ids=["formal_language", "mqar", "lm", "lra_listops"])
 def test_a_killed_run_resumes_and_ends_as_an_uninterrupted_run(tmp_path, monkeypatch, capsys, overrides, every_steps,
                                                                 kill_at, resumed_at):
     run = planned([*overrides, f"+trainer.checkpoint_every_steps={every_steps}"])
