@@ -96,7 +96,8 @@ def rules_markdown(layout, mode: str) -> str:
     if layout.ranking:
         lines.append(f"Ranking: the mean over the {label(layout.columns).lower()} columns of the row's rank ({better} is "
                      "better; tied values share their best rank; X ranked last, tied with the other X's; a column "
-                     "without a value left out); `paper` ranks the paper's numbers by the same rule.")
+                     "without a value left out); `paper` ranks the paper's numbers of these rows and columns by the same rule; "
+                     "`paper (printed)`, where shown, is the paper's own ranking, over all of its rows and columns.")
     return " ".join(lines)
 
 
