@@ -51,6 +51,8 @@ class OptimConfig:
     Warm-up: ``warmup_steps`` (the paper's language models: 750) or ``warmup_fraction`` of max_steps, one of the two.
     The cosine ends at ``decay_steps`` if set (the 15B-token runs decay over 30k steps and stop at 28170), else at
     max_steps. Floor: ``min_lr_ratio`` of the peak (the paper's language models: 10%) or ``min_lr``, one of the two.
+    ``restarts``: warm restarts of the cosine, R + 1 equal cycles after the warm-up (the paper's LRA scheduler "with
+    Restarts": R = 3; experiments.training.schedules); 0, the single cosine, when absent.
     configs/optim/adamw.yaml has none of the keys it does not use, so the run ids of its runs stay as they were.
     """
 
@@ -63,6 +65,7 @@ class OptimConfig:
     warmup_steps: int | None = field(default=None, metadata=NOT_NEGATIVE)
     decay_steps: int | None = field(default=None, metadata=AT_LEAST_ONE)
     min_lr_ratio: float | None = field(default=None, metadata=FRACTION)
+    restarts: int = field(default=0, metadata=NOT_NEGATIVE)
 
     def problems(self) -> list[str]:
         problems = []
