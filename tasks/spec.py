@@ -5,6 +5,7 @@ from typing import Literal
 
 OUTPUT_KINDS = ("classes", "scalar", "vocab", "sequence_class", "sequence_pair_class")
 SEQUENCE_KINDS = ("sequence_class", "sequence_pair_class")  # one class per sequence (pair): the module pools
+SEQUENCES_PER_SAMPLE = {"sequence_pair_class": 2}  # the sequences a sample feeds the backbone (1 unless named)
 POOLINGS = ("mean", "last")
 IGNORE_INDEX = -100  # target of positions that are not scored (torch's cross-entropy default); scalar targets: NaN
 
@@ -31,6 +32,8 @@ class TaskSpec:
         classifies the pair from its two pooled vectors).
     pooling: how a sequence kind pools over a sequence's positions, "mean" (over its non-padding positions) or
         "last" (its last position); None for the per-position kinds.
+    fixed_length: the length of every sequence of a task whose config names no length (an image's pixels); None
+        where the config's length keys say it (compute estimates read either).
     """
 
     name: str
@@ -41,6 +44,7 @@ class TaskSpec:
     group: str
     output_kind: Literal["classes", "scalar", "vocab", "sequence_class", "sequence_pair_class"] = "classes"
     pooling: Literal["mean", "last"] | None = None
+    fixed_length: int | None = None
 
     def __post_init__(self) -> None:
         if self.output_kind not in OUTPUT_KINDS:

@@ -179,3 +179,17 @@ def test_the_accelerator_is_an_option_of_the_dry_run(tmp_path, capsys):
                        "--utilization", "1.5"]) == 2
     assert "--utilization=1.5 must be in (0, 1]" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_every_lra_run_is_estimated_images_by_their_pixels_and_retrieval_by_both_documents():
+    from experiments.config.artifacts import load_artifact
+    from experiments.sweeps.compute_estimate import run_compute
+
+    runs = {(run.cell["task"], run.cell["model"]): run for run in load_artifact("lra_test_accuracy").runs("paper")}
+    computes = {key: run_compute(run.config) for key, run in runs.items()}
+    assert all(compute.tokens is not None for compute in computes.values())
+    pathfinder = runs["lra_pathfinder", "llama"].config.trainer
+    assert computes["lra_pathfinder", "llama"].tokens == pathfinder.max_steps * pathfinder.batch_size * 32 * 32
+    retrieval = runs["lra_retrieval", "llama"].config
+    assert computes["lra_retrieval", "llama"].tokens == (retrieval.trainer.max_steps * retrieval.trainer.batch_size
+                                                          * 2 * retrieval.task.max_length)

@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from experiments.config.validation import backbone_options
 from tasks.registry import task_spec
+from tasks.spec import SEQUENCES_PER_SAMPLE
 
 SECONDS_PER_HOUR = 3600
 
@@ -52,12 +53,12 @@ class RunCompute:
 def run_compute(config: DictConfig) -> RunCompute:
     """The compute of one resolved run config: a training run's training tokens x 3 x the forward FLOPs per token;
     an evaluation-only run trains nothing and costs the forward FLOPs of its validation and test sets."""
-    length = training_length(config)
+    spec = task_spec(OmegaConf.to_container(config.task, resolve=True))
+    length = training_length(config) or spec.fixed_length
     if length is None:
         return RunCompute(None, None)
     from models.flops import flops_per_token  # torch: imported once the plan is valid, only to estimate
 
-    spec = task_spec(OmegaConf.to_container(config.task, resolve=True))
     per_token = flops_per_token(
         config.model.name, config.model.embedding_dim, config.model.num_blocks, backbone_options(config.model),
         sequence_length=length, output_size=spec.num_classes,
@@ -66,7 +67,8 @@ def run_compute(config: DictConfig) -> RunCompute:
     if OmegaConf.select(config, "evaluate") is not None:
         evaluated = evaluation_sequences(config) * length
         return RunCompute(0, per_token.forward * evaluated, evaluated)
-    tokens = config.trainer.max_steps * config.trainer.batch_size * length
+    sequences = config.trainer.max_steps * config.trainer.batch_size * SEQUENCES_PER_SAMPLE.get(spec.output_kind, 1)
+    tokens = sequences * length
     return RunCompute(tokens, per_token.training * tokens)
 
 

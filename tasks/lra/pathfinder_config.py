@@ -44,7 +44,7 @@ class PathfinderTaskConfig(GeneratedSetsFields):
         """Two classes; guessing scores 0.5 (the paper's random baseline)."""
         return TaskSpec(name="lra_pathfinder", input_kind="vectors", input_size=1, num_classes=2,
                         random_accuracy=0.5, group="long range arena", output_kind="sequence_class",
-                        pooling=self.pooling)
+                        pooling=self.pooling, fixed_length=32 * 32)
 
     def problems(self) -> list[str]:
         return (source_problems(self.source, "pathfinder32", can_generate=True)
