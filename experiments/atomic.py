@@ -3,6 +3,7 @@
 import os
 import tempfile
 from pathlib import Path
+from typing import IO, Callable
 
 
 def _readable_mode() -> int:
@@ -17,15 +18,17 @@ def temporary_prefix(path: Path) -> str:
     return f".{path.name}."
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write to a temporary file beside ``path``, then rename it into place; the temporary file is removed on every
-    failure (a full disk may fail the write or only the flush at close)."""
+def write_atomic(path: Path, write: Callable[[IO], None], binary: bool = False) -> None:
+    """Let ``write`` fill a temporary file beside ``path`` (same filesystem, so the rename is atomic), then rename it
+    into place; the temporary file is removed on every failure (a full disk may fail the write or only the flush at
+    close)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=temporary_prefix(path), delete=False)
+    handle = tempfile.NamedTemporaryFile("wb" if binary else "w", dir=path.parent, prefix=temporary_prefix(path),
+                                         delete=False)
     temporary = Path(handle.name)
     try:
         with handle:
-            handle.write(text)
+            write(handle)
         os.chmod(temporary, _readable_mode())
         os.replace(temporary, path)
     except BaseException as error:
@@ -33,3 +36,7 @@ def write_text_atomic(path: Path, text: str) -> None:
         if isinstance(error, OSError) and error.errno is not None and error.filename is None:  # a write or flush names no file
             raise OSError(error.errno, error.strerror, str(path)) from error
         raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    write_atomic(path, lambda handle: handle.write(text))

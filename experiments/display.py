@@ -6,7 +6,7 @@ MODEL_NAMES = {
     "llama": "Llama", "gpt3": "GPT-3", "mamba": "Mamba", "mamba_tied": "Mamba (WT)", "retnet": "Retention", "hyena": "Hyena", "h3": "H3",
     "rwkv4": "RWKV-4", "rwkv5": "RWKV-5", "rwkv6": "RWKV-6", "hgrn": "HGRN", "hgrn2": "HGRN2", "gla": "GLA",
     "lstm": "LSTM", "lstm_block": "LSTM (Block)", "lstm_residual": "LSTM (Residual)",
-    "xlstm_0_1": "xLSTM[0:1]", "xlstm_1_0": "xLSTM[1:0]", "xlstm_1_1": "xLSTM[1:1]", "xlstm_7_1": "xLSTM[7:1]",
+    "xlstm": "xLSTM", "xlstm_0_1": "xLSTM[0:1]", "xlstm_1_0": "xLSTM[1:0]", "xlstm_1_1": "xLSTM[1:1]", "xlstm_7_1": "xLSTM[7:1]",
 }
 
 # What a report at each scale can claim (DESIGN.md, Scales).
@@ -62,3 +62,12 @@ def label(text: str) -> str:
     """snake_case -> words, first letter capitalised: "deterministic_context_free" -> "Deterministic context free"."""
     words = text.replace("_", " ")
     return words[:1].upper() + words[1:]
+
+
+def value_name(key: str, value) -> str:
+    """How a cell value is shown: models and tasks by their names, other keys as key=value."""
+    if key == "model":
+        return model_name(value)
+    if key == "task":
+        return label(value)
+    return f"{key.rsplit('.', 1)[-1]}={value}"

@@ -19,6 +19,7 @@ from torch.utils.data import DataLoader, IterableDataset
 from tasks.training_position import TrainingPosition, micro_batch_size, training_position
 
 TRAIN_STREAM, VALIDATION_STREAM, TEST_STREAM, TRAIN_ORDER_STREAM = 0, 1, 2, 3
+SIZE_FIELDS = {TRAIN_STREAM: "train_samples", VALIDATION_STREAM: "val_samples", TEST_STREAM: "test_samples"}
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # inputs and targets, laid out by the family's set
 
@@ -36,10 +37,11 @@ def as_batch(samples: FixedSet, rows: np.ndarray) -> Batch:
 
 
 class TrainingBatches(IterableDataset):
-    """Endless training batches, epoch after epoch, each epoch in its own seeded order; an epoch is the set's
-    ``len // batch_size`` full global batches (the rest of the order is left out of that epoch). Each global batch is
-    cut into ``position``'s micro-batches (tasks.training_position), so a step reads the same samples on any number
-    of processes. Use with `DataLoader(dataset, batch_size=None)`."""
+    """Endless training batches from global batch ``position.start_step`` on (a resumed run's position), epoch after
+    epoch, each epoch in its own seeded order; an epoch is the set's ``len // batch_size`` full global batches (the
+    rest of the order is left out of that epoch). Each global batch is cut into ``position``'s micro-batches
+    (tasks.training_position), so a step reads the same samples on any number of processes. Use with
+    `DataLoader(dataset, batch_size=None)`."""
 
     def __init__(self, samples: FixedSet, batch_size: int, data_seed: int,
                  position: TrainingPosition = TrainingPosition()) -> None:
@@ -50,18 +52,20 @@ class TrainingBatches(IterableDataset):
         self.samples, self.batch_size, self.data_seed, self.position = samples, batch_size, data_seed, position
 
     def __iter__(self) -> Iterator[Batch]:
-        epoch = 0
+        batches_per_epoch = len(self.samples) // self.batch_size
+        epoch, batch = divmod(self.position.start_step, batches_per_epoch)
         while True:
             order = np.random.default_rng([self.data_seed, TRAIN_ORDER_STREAM, epoch]).permutation(len(self.samples))
-            for start in range(0, len(order) - self.batch_size + 1, self.batch_size):
+            for start in range(batch * self.batch_size, batches_per_epoch * self.batch_size, self.batch_size):
                 for rows in self.position.micro_batches(order[start:start + self.batch_size]):
                     yield as_batch(self.samples, rows)
-            epoch += 1
+            epoch, batch = epoch + 1, 0
 
 
 class FixedSetsDataModule(lightning.LightningDataModule):
     """A family's datamodule over its three fixed sets; the family gives ``fixed_set``. ``config`` has
-    ``data_seed``, ``train_samples``, ``val_samples``, ``test_samples``, ``problems()`` and ``spec()``."""
+    ``data_seed``, ``problems()`` and ``spec()``, and ``train_samples``, ``val_samples``, ``test_samples`` unless the
+    family gives ``stream_set`` (a release's sets have the release's sizes)."""
 
     def __init__(self, config, batch_size: int) -> None:
         super().__init__()
@@ -80,21 +84,28 @@ class FixedSetsDataModule(lightning.LightningDataModule):
         """The ``samples`` samples of ``stream``, drawn from `default_rng([config.data_seed, stream])`."""
         raise NotImplementedError
 
+    def stream_set(self, stream: int) -> FixedSet:
+        """The set of ``stream``: the config's ``<split>_samples`` samples of ``fixed_set``."""
+        return self.fixed_set(stream, getattr(self.config, SIZE_FIELDS[stream]))
+
     def train_dataloader(self) -> DataLoader:
-        samples = self.fixed_set(TRAIN_STREAM, self.config.train_samples)
+        """Training batches from the trainer's step on (its global_step, restored before Lightning asks for this
+        loader when a run resumes)."""
+        samples = self.stream_set(TRAIN_STREAM)
         return DataLoader(TrainingBatches(samples, self.batch_size, self.config.data_seed, training_position(self)),
                           batch_size=None)
 
     def val_dataloader(self) -> DataLoader:
-        return DataLoader(self._evaluation_batches(VALIDATION_STREAM, self.config.val_samples), batch_size=None)
+        return DataLoader(self._evaluation_batches(VALIDATION_STREAM), batch_size=None)
 
     def test_dataloader(self) -> DataLoader:
-        return DataLoader(self._evaluation_batches(TEST_STREAM, self.config.test_samples), batch_size=None)
+        return DataLoader(self._evaluation_batches(TEST_STREAM), batch_size=None)
 
-    def _evaluation_batches(self, stream: int, samples: int) -> list[Batch]:
+    def _evaluation_batches(self, stream: int) -> list[Batch]:
         """The fixed set of ``stream`` in order, cut into batches of batch_size (built once per stream)."""
         if stream not in self._evaluation:
-            fixed = self.fixed_set(stream, samples)
+            fixed = self.stream_set(stream)
+            samples = len(fixed)
             starts = range(0, samples, self.batch_size)
             self._evaluation[stream] = [as_batch(fixed, np.arange(start, min(start + self.batch_size, samples)))
                                         for start in starts]

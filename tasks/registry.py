@@ -17,6 +17,7 @@ from typing import Any
 
 from tasks.formal_languages.config import FormalLanguageTaskConfig
 from tasks.lm.config import LMTaskConfig
+from tasks.lra import ImageTaskConfig, ListOpsTaskConfig, PathfinderTaskConfig, RetrievalTaskConfig
 from tasks.mqar.config import MQARTaskConfig
 from tasks.nns.config import NNSTaskConfig
 from tasks.spec import TaskSpec
@@ -43,6 +44,10 @@ class TaskFamily:
 TASK_FAMILIES = {
     "formal_language": TaskFamily(FormalLanguageTaskConfig, "tasks.formal_languages.data:build_datamodule"),
     "lm": TaskFamily(LMTaskConfig, "tasks.lm.data:build_datamodule"),
+    "lra_image": TaskFamily(ImageTaskConfig, "tasks.lra.data:ImageDataModule"),
+    "lra_listops": TaskFamily(ListOpsTaskConfig, "tasks.lra.data:ListOpsDataModule"),
+    "lra_pathfinder": TaskFamily(PathfinderTaskConfig, "tasks.lra.data:PathfinderDataModule"),
+    "lra_retrieval": TaskFamily(RetrievalTaskConfig, "tasks.lra.data:RetrievalDataModule"),
     "mqar": TaskFamily(MQARTaskConfig, "tasks.mqar.data:build_datamodule"),
     "nns": TaskFamily(NNSTaskConfig, "tasks.nns.data:build_datamodule"),
 }

@@ -3,7 +3,10 @@
 from dataclasses import dataclass
 from typing import Literal
 
-OUTPUT_KINDS = ("classes", "scalar", "vocab")
+OUTPUT_KINDS = ("classes", "scalar", "vocab", "sequence_class", "sequence_pair_class")
+SEQUENCE_KINDS = ("sequence_class", "sequence_pair_class")  # one class per sequence (pair): the module pools
+SEQUENCES_PER_SAMPLE = {"sequence_pair_class": 2}  # the sequences a sample feeds the backbone (1 unless named)
+POOLINGS = ("mean", "last")
 IGNORE_INDEX = -100  # target of positions that are not scored (torch's cross-entropy default); scalar targets: NaN
 
 
@@ -20,7 +23,17 @@ class TaskSpec:
     group: the task's family for reports, e.g. its level of the Chomsky hierarchy.
     output_kind: "classes" (integer targets, IGNORE_INDEX where not scored; cross-entropy and accuracy) or
         "scalar" (float targets, NaN where not scored; mean squared error) or "vocab" (language modelling: the next
-        token at every position, IGNORE_INDEX where not scored; token-weighted cross-entropy and perplexity).
+        token at every position, IGNORE_INDEX where not scored; token-weighted cross-entropy and perplexity) or
+        "sequence_class" (one class per sequence: inputs (B, S) or (B, S, d), targets (B, S) hold the sequence's
+        class at its positions and IGNORE_INDEX at its padding; the module pools the backbone's outputs over the
+        sequence's positions and classifies the pooled vector; cross-entropy and accuracy per sequence) or
+        "sequence_pair_class" (one class per pair of sequences, e.g. do two documents cite each other: inputs
+        (B, 2, S), targets (B, 2, S) laid out as "sequence_class" per sequence; the module pools each sequence and
+        classifies the pair from its two pooled vectors).
+    pooling: how a sequence kind pools over a sequence's positions, "mean" (over its non-padding positions) or
+        "last" (its last position); None for the per-position kinds.
+    fixed_length: the length of every sequence of a task whose config names no length (an image's pixels); None
+        where the config's length keys say it (compute estimates read either).
     """
 
     name: str
@@ -29,7 +42,9 @@ class TaskSpec:
     num_classes: int
     random_accuracy: float | None
     group: str
-    output_kind: Literal["classes", "scalar", "vocab"] = "classes"
+    output_kind: Literal["classes", "scalar", "vocab", "sequence_class", "sequence_pair_class"] = "classes"
+    pooling: Literal["mean", "last"] | None = None
+    fixed_length: int | None = None
 
     def __post_init__(self) -> None:
         if self.output_kind not in OUTPUT_KINDS:
@@ -37,3 +52,9 @@ class TaskSpec:
         if self.output_kind == "scalar" and (self.num_classes, self.random_accuracy) != (1, None):
             raise ValueError(f"a scalar task has num_classes=1 and random_accuracy=None, not num_classes="
                              f"{self.num_classes} and random_accuracy={self.random_accuracy}")
+        if self.output_kind in SEQUENCE_KINDS and self.pooling not in POOLINGS:
+            raise ValueError(f"a {self.output_kind} task pools its sequences: pooling={self.pooling!r} is not valid; "
+                             f"valid choices: {list(POOLINGS)}")
+        if self.output_kind not in SEQUENCE_KINDS and self.pooling is not None:
+            raise ValueError(f"pooling={self.pooling!r} is only for the kinds {list(SEQUENCE_KINDS)}, not for "
+                             f"output_kind={self.output_kind!r}; valid: pooling=None")

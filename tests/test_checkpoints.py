@@ -37,7 +37,7 @@ def test_a_fresh_attempt_replaces_the_checkpoints_of_a_killed_one(tmp_path):
         run_training(compose_run_config([*TINY, "debug.fail_after_steps=5"]), tmp_path)
     # last.ckpt is rewritten at every validation, improved or not: a killed run keeps its latest validated state
     assert load(tmp_path / "checkpoints" / "last.ckpt")["global_step"] == 4
-    run_training(compose_run_config(TINY), tmp_path)
+    run_training(compose_run_config([*TINY, "seed=1"]), tmp_path)  # another config: it does not resume (test_resume)
     names = checkpoint_names(tmp_path)
     assert len(names) == 2 and "last.ckpt" in names and not any("-v" in name for name in names)
     assert load(tmp_path / "checkpoints" / "last.ckpt")["global_step"] == 7

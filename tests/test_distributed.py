@@ -16,8 +16,8 @@ from omegaconf import OmegaConf
 
 from experiments.config.configuration import ConfigError, compose_run_config
 from experiments.config.validation import validate_run_config
-from experiments.training.distribution import (batch_split, compile_network, compiles, distributed_trainer_arguments,
-                                               precision_and_strategy)
+from experiments.training.distribution import (batch_split, cluster_plugins, compile_network, compiles,
+                                               distributed_trainer_arguments, precision_and_strategy)
 from experiments.training.train import build_module, run_training
 from models.catalog import TRAINING_POLICIES, known_backbones, training_policy
 from models.registry import build_backbone
@@ -281,7 +281,7 @@ def test_a_compiled_network_computes_what_the_eager_one_does():
 def test_a_run_on_one_cpu_keeps_todays_trainer():
     arguments = distributed_trainer_arguments(compose_run_config(TINY_LM))
     assert arguments == {"precision": "32-true", "accelerator": "cpu", "devices": 1, "num_nodes": 1, "strategy": "auto",
-                         "accumulate_grad_batches": 1, "plugins": []}
+                         "accumulate_grad_batches": 1}
 
 
 # --- multi-node SLURM ---------------------------------------------------------------------------------------------
@@ -337,7 +337,7 @@ def test_lightning_runs_under_slurm_with_requeue_on_the_jobs_signal(monkeypatch)
                         "SLURM_JOB_ID": "7"}.items():
         monkeypatch.setenv(name, value)
     config = compose_run_config([*TINY_LM, "trainer.devices=2", "+trainer.num_nodes=2", "trainer.strategy=ddp"])
-    trainer = L.Trainer(**distributed_trainer_arguments(config), logger=False)
+    trainer = L.Trainer(**distributed_trainer_arguments(config), plugins=cluster_plugins(), logger=False)
     environment = trainer.strategy.cluster_environment
     assert isinstance(environment, SLURMEnvironment)
     assert environment.auto_requeue and environment.requeue_signal == signal.SIGUSR1

@@ -197,7 +197,7 @@ def test_bad_corpora_are_named_with_the_valid_choices(tmp_path):
     assert len(problems) == 1 and "no such file or directory" in problems[0] and "missing.jsonl" in problems[0]
     problems = lm_config("offline:wikitext").problems()
     assert problems == ["corpus='offline:wikitext' is not an offline corpus; valid choices: ['offline:docs', "
-                        "'offline:linux-doc', 'offline:python-doc', 'offline:shakespeare']"]
+                        "'offline:linux-doc', 'offline:python-doc', 'offline:sample', 'offline:shakespeare']"]
     write_jsonl(tmp_path / "docs.jsonl", ["a"])
     problems = lm_config(tmp_path / "docs.jsonl", validation_split="validation").problems()
     assert len(problems) == 1 and "has only the split 'train', not 'validation'" in problems[0]

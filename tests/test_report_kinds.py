@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 
 from experiments.config.artifacts import artifact_from_yaml, artifact_files
-from experiments.config.report_layouts import REPORT_KINDS, LinesReport, PointsReport, report_layout
-from experiments.reports.kinds import REPORT_FIGURES, confidence_interval, lines_figure, points_figure
+from experiments.config.report_layouts import REPORT_KINDS, LinesReport, PointsReport, TableReport, report_layout
+from experiments.reports.kinds import REPORT_FIGURES, confidence_interval, lines_figure, points_figure, table_figure
+from experiments.reports.rankings import cell_names, ordering, ordering_markdown
 from experiments.reports.report import write_report
 from experiments.sweeps.sweep import run_sweep
 from tests.sweep_fakes import RECORD_RUN
@@ -127,6 +128,40 @@ def test_points_show_each_models_mean_with_its_interval():
     plt.close(figure)
 
 
+def test_a_table_draws_its_cells_as_bars_beside_the_papers_in_the_papers_order():
+    table = pd.DataFrame({"model": ["llama", "xlstm_1_0", "mamba", "rwkv4"], "optim.lr": [1e-3, 1e-3, 1e-3, 1e-3],
+                          "ours": [300.0, 280.0, 350.0, 400.0], "paper": [15.73, 13.48, float("nan"), 14.2]})
+    layout = TableReport(kind="table", cells=["model", "optim.lr"], metric="val/perplexity")
+    figure = table_figure(layout, table, "title")
+    paper_axes, ours_axes = figure.axes
+    # rows by the paper's value, lowest first, a cell without the paper's number last; one lr: not in the names
+    assert [label.get_text() for label in paper_axes.get_yticklabels()] == ["xLSTM[1:0]", "RWKV-4", "Llama", "Mamba"]
+    assert [bar.get_width() for bar in ours_axes.patches] == [280.0, 400.0, 300.0, 350.0]
+    assert [bar.get_width() for bar in paper_axes.patches][:3] == [13.48, 14.2, 15.73]
+    assert (paper_axes.get_title(), ours_axes.get_title()) == ("the paper", "ours")
+    plt.close(figure)
+
+
+def test_the_order_of_our_cells_is_compared_with_the_papers_pair_by_pair():
+    table = pd.DataFrame({"model": ["llama", "xlstm_1_0", "mamba", "rwkv4"], "optim.lr": [1e-3, 1e-3, 1e-3, 4e-4],
+                          "ours": [300.0, 280.0, 350.0, 250.0], "paper": [15.73, 13.48, 14.0, float("nan")]})
+    names = cell_names(table, ["model", "optim.lr"])
+    assert names == ["Llama lr=0.001", "xLSTM[1:0] lr=0.001", "Mamba lr=0.001", "RWKV-4 lr=0.0004"]
+    found = ordering(table, names, "min")
+    # by hand: paper xLSTM < Mamba < Llama, ours xLSTM < Llama < Mamba: (xLSTM, Mamba) and (xLSTM, Llama) agree,
+    # (Mamba, Llama) does not; tau = (2 - 1) / 3
+    assert found.paper == ["xLSTM[1:0] lr=0.001", "Mamba lr=0.001", "Llama lr=0.001"]
+    assert found.ours == ["xLSTM[1:0] lr=0.001", "Llama lr=0.001", "Mamba lr=0.001"]
+    assert (found.pairs, found.agreeing, found.disagreeing) == (3, 2, [("Mamba lr=0.001", "Llama lr=0.001")])
+    assert found.kendall_tau == pytest.approx(1 / 3)
+    reversed_order = ordering(table.assign(ours=-table["ours"]), names, "max")  # higher is better: same comparison
+    assert (reversed_order.agreeing, reversed_order.kendall_tau) == (1, pytest.approx(-1 / 3))
+    assert ordering(table.iloc[:1], names[:1], "min") is None
+    page = ordering_markdown(found, "val/perplexity", "min")
+    assert "2 of 3 pairs are in the paper's order (Kendall's tau +0.33)" in page
+    assert "Mamba lr=0.001 / Llama lr=0.001" in page
+
+
 def size_sweep_artifact(folder, kind: str, layout: str):
     """A two-size sweep of one model on parity whose report is of ``kind`` (placed by ``layout``)."""
     (folder / "size-sweep.yaml").write_text(f"""
@@ -144,7 +179,7 @@ scales:
 """)
 
 
-@pytest.mark.parametrize("kind, layout, figure", [("lines", f", x: {SIZES}, panels: task", True), ("table", "", False)])
+@pytest.mark.parametrize("kind, layout, figure", [("lines", f", x: {SIZES}, panels: task", True), ("table", "", True)])
 def test_the_artifact_picks_the_kind_of_its_report(tmp_path, monkeypatch, kind, layout, figure):
     monkeypatch.setenv("XLSTM_SUITE_ARTIFACTS", str(tmp_path))
     size_sweep_artifact(tmp_path, kind, layout)

@@ -107,15 +107,24 @@ def frame(statuses, **metrics):
 
 
 def test_a_committed_result_fills_in_only_runs_the_store_has_not_finished():
-    store = frame(["done", "failed", "missing", "missing", "failed"], score=[1.0, None, None, None, None])
+    store = frame(["done", "failed", "missing", "missing", "failed"], **{"val/score": [1.0, None, None, None, None]})
     store.loc[[1, 4], "error"] = "RuntimeError: store"
-    committed = frame(["done", "done", "done", "failed", "failed"], score=[9.0, 2.0, 3.0, None, None])
+    committed = frame(["done", "done", "done", "failed", "failed"], **{"val/score": [9.0, 2.0, 3.0, None, None]})
     committed.loc[3, "error"] = committed.loc[4, "error"] = "RuntimeError: committed"
     merged = with_committed(store, committed, ["model"])
     assert list(merged["status"]) == ["done", "done", "done", "failed", "failed"]
-    assert list(merged["score"][:3]) == [1.0, 2.0, 3.0]  # the store's own result wins
+    assert list(merged["val/score"][:3]) == [1.0, 2.0, 3.0]  # the store's own result wins
     assert list(merged["source"]) == ["store", "committed", "committed", "committed", "store"]
     assert merged.loc[4, "error"] == "RuntimeError: store"  # a committed failure never hides the store's
+
+
+def test_a_committed_column_of_a_cell_key_the_grid_no_longer_has_is_ignored():
+    """A report's rows committed before its grid lost a key (here ``task``, a text column) still fill in its runs."""
+    store = frame(["missing"], **{"val/score": [None]})
+    committed = frame(["done"], **{"val/score": [2.5]}).assign(task="lm_sample")
+    merged = with_committed(store, committed, ["model"])
+    assert merged.loc[0, "val/score"] == 2.5 and merged.loc[0, "source"] == "committed"
+    assert "task" not in merged.columns
 
 
 def parity_table(values):

@@ -70,7 +70,8 @@ def test_a_classification_spec_keeps_its_decoder_and_selection():
     ({"num_classes": 2}, "a scalar task has num_classes=1 and random_accuracy=None, not num_classes=2"),
     ({"random_accuracy": 0.5}, "a scalar task has num_classes=1 and random_accuracy=None, not num_classes=1 and "
                                "random_accuracy=0.5"),
-    ({"output_kind": "tokens"}, r"output_kind='tokens' is not valid; valid choices: \['classes', 'scalar', 'vocab'\]"),
+    ({"output_kind": "tokens"}, r"output_kind='tokens' is not valid; valid choices: \['classes', 'scalar', 'vocab', "
+                                r"'sequence_class', 'sequence_pair_class'\]"),
 ])
 def test_a_spec_names_what_is_inconsistent(changes, message):
     with pytest.raises(ValueError, match=message):

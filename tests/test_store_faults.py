@@ -2,7 +2,6 @@
 full filesystem, a claim naming a live process that is not its holder."""
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -96,11 +95,14 @@ def test_a_claim_naming_a_live_process_that_did_not_write_it_is_taken_over_at_on
     run_ids = [line.split()[4] for line in first.stdout.splitlines() if line.startswith("xlstm_")]
     run_dir = tmp_path / "smoke" / "sweep-fixture" / run_ids[0]
     run_dir.mkdir(parents=True)
-    # the parent process is alive, but started at another time than the claim says: a reused pid or a copied claim
-    holder = {"hostname": socket.gethostname(), "pid": os.getppid(), "token": "copied",
-              "process_start_ticks": process_start_ticks(os.getpid())}
-    (run_dir / CLAIM_FILE).write_text(json.dumps(holder))
-    finished = sweep(tmp_path, NO_TORCH)
+    # a live process that started at another time than the claim says: a reused pid or a copied claim (not the
+    # test's parent: a shell that forks and execs pytest within one clock tick shares its start time)
+    with subprocess.Popen(["sleep", "600"]) as unrelated:
+        holder = {"hostname": socket.gethostname(), "pid": unrelated.pid, "token": "copied",
+                  "process_start_ticks": process_start_ticks(unrelated.pid) - 1}
+        (run_dir / CLAIM_FILE).write_text(json.dumps(holder))
+        finished = sweep(tmp_path, NO_TORCH)
+        unrelated.kill()
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert all(is_done(path) for path in run_dirs(tmp_path)) and len(run_dirs(tmp_path)) == FIXTURE_RUNS
     assert count_lines(run_dir / EXECUTIONS) == 1

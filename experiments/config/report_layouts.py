@@ -90,7 +90,30 @@ class PointsReport(Report):
 
 @dataclass(frozen=True, kw_only=True)
 class TableReport(Report):
-    """No figure: the cell table on the report's page is the report."""
+    """The cell table on the report's page, and bars of the cells (ours beside the paper's numbers).
+
+    ``columns``: a cell key whose values become the columns of a second, wide table (one row per value of the other
+    cells, the paper's number beside ours in each column; experiments.reports.wide_table); with it,
+    ``random_baseline``: a first row of each task column's guessing accuracy (its task spec's random_accuracy), and a
+    value that does not beat it shown as X; ``ranking``: a Ranking column, the mean over the columns of each row's
+    rank in that column."""
+
+    columns: str | None = None
+    random_baseline: bool = False
+    ranking: bool = False
+
+    def placed_by(self) -> dict[str, str | None]:
+        return {"columns": self.columns}
+
+    def problems(self) -> list[str]:
+        problems = super().problems()
+        for name in ("random_baseline", "ranking"):
+            if getattr(self, name) and self.columns is None:
+                problems.append(f"{name}=true needs columns (the cell key whose values are the wide table's columns)")
+        if self.random_baseline and self.columns not in (None, "task"):
+            problems.append(f"random_baseline=true needs columns='task' (a task spec gives the guessing accuracy), "
+                            f"got columns={self.columns!r}")
+        return problems
 
 
 REPORT_KINDS = {"heatmap": HeatmapReport, "lines": LinesReport, "points": PointsReport, "table": TableReport}

@@ -54,6 +54,8 @@ class OptimConfig:
     Warm-up: ``warmup_steps`` (the paper's language models: 750) or ``warmup_fraction`` of max_steps, one of the two.
     The cosine ends at ``decay_steps`` if set (the 15B-token runs decay over 30k steps and stop at 28170), else at
     max_steps. Floor: ``min_lr_ratio`` of the peak (the paper's language models: 10%) or ``min_lr``, one of the two.
+    ``restarts``: warm restarts of the cosine, R + 1 equal cycles after the warm-up (the paper's LRA scheduler "with
+    Restarts": R = 3; experiments.training.schedules); 0, the single cosine, when absent.
     configs/optim/adamw.yaml has none of the keys it does not use, so the run ids of its runs stay as they were.
     """
 
@@ -66,6 +68,7 @@ class OptimConfig:
     warmup_steps: int | None = field(default=None, metadata=NOT_NEGATIVE)
     decay_steps: int | None = field(default=None, metadata=AT_LEAST_ONE)
     min_lr_ratio: float | None = field(default=None, metadata=FRACTION)
+    restarts: int = field(default=0, metadata=NOT_NEGATIVE)
 
     def problems(self) -> list[str]:
         problems = []
@@ -97,6 +100,9 @@ class TrainerConfig:
     num_threads: int | None = field(metadata=AT_LEAST_ONE)  # null: torch's default (every core)
     logger: Literal[LOGGERS]
     checkpoint: bool
+    # last.ckpt, which a killed run resumes from, every this many training steps; null: at every validation.
+    # configs/trainer/default.yaml leaves it out, so the run ids of its runs stay as they were
+    checkpoint_every_steps: int | None = field(default=None, metadata=AT_LEAST_ONE)
     # The keys below are absent from configs/trainer/default.yaml (a run id hashes the config): experiments.training.
     # distribution reads them with these defaults. batch_size is the global batch of an optimizer step; each process
     # loads micro_batch_size sequences at a time (null: batch_size / (devices x num_nodes), no accumulation) and
@@ -108,12 +114,17 @@ class TrainerConfig:
     fsdp_sharding: Literal[FSDP_SHARDING] = "SHARD_GRAD_OP"  # read when strategy is fsdp
 
     def problems(self) -> list[str]:
+        problems = []
         if isinstance(self.devices, int) and self.devices < 1 and self.devices != -1:
-            return [f"devices={self.devices} must be a count >= 1, -1 (all), 'auto' or a list of device indices"]
+            problems.append(f"devices={self.devices} must be a count >= 1, -1 (all), 'auto' or a list of device "
+                            "indices")
+        if self.checkpoint_every_steps is not None and not self.checkpoint:
+            problems.append(f"checkpoint_every_steps={self.checkpoint_every_steps} needs checkpoint=true (or "
+                            "checkpoint_every_steps=null)")
         devices = len(self.devices) if isinstance(self.devices, list) else self.devices
         if isinstance(devices, int) and devices >= 1:  # "auto" and -1 are counted when the run starts
-            return batch_split_problems(self.batch_size, self.micro_batch_size, devices, self.num_nodes)
-        return []
+            problems += batch_split_problems(self.batch_size, self.micro_batch_size, devices, self.num_nodes)
+        return problems
 
 
 def batch_split_problems(global_batch: int, micro_batch: int | None, devices: int, num_nodes: int) -> list[str]:
@@ -133,7 +144,8 @@ def batch_split_problems(global_batch: int, micro_batch: int | None, devices: in
 
 @dataclass
 class DebugConfig:
-    """Fault injection. ``fail_after_steps`` is read by experiments.training.train; the others by the fake run
+    """Fault injection. ``fail_after_steps`` is read by experiments.training.train (which also reads it from the
+    environment variable XLSTM_SUITE_FAIL_AFTER_STEPS, leaving the run's id as it is); the others by the fake run
     functions of the sweep runner's tests (tests/sweep_fakes.py)."""
 
     fail_after_steps: int | None = field(default=None, metadata=AT_LEAST_ONE)

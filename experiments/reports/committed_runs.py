@@ -16,6 +16,7 @@ from experiments.sweeps.run_store import FIXED_COLUMNS
 SUFFIX = ".runs.csv"
 COMMITTED_STATUSES = ("done", "failed")
 SOURCE = "source"  # which results a row's metrics come from: "store", "committed" or empty
+METRIC_SEPARATOR = "/"  # logged metrics are named <stage>/<name>; config keys use dots
 
 
 def committed_path(stem: Path) -> Path:
@@ -23,8 +24,10 @@ def committed_path(stem: Path) -> Path:
 
 
 def metric_columns(runs: pd.DataFrame, cell_keys: list[str]) -> list[str]:
+    """The metrics among ``runs``' columns: logged names (``val/loss``, ``train/steps``); a column of a cell key the
+    artifact no longer has (a committed file written before its grid changed) is neither a metric nor a cell."""
     bookkeeping = {*FIXED_COLUMNS, *cell_keys, "unavailable", SOURCE}
-    return sorted(column for column in runs.columns if column not in bookkeeping)
+    return sorted(column for column in runs.columns if column not in bookkeeping and METRIC_SEPARATOR in column)
 
 
 def per_run_rows(runs: pd.DataFrame, cell_keys: list[str]) -> pd.DataFrame:

@@ -110,6 +110,32 @@ def point_panels(data: pd.DataFrame, *, x: str, panel: str | None, x_names: dict
     return figure
 
 
+def bar_panels(data: pd.DataFrame, *, names: list[str], columns: dict[str, str], title: str,
+               x_label: str) -> plt.Figure:
+    """Horizontal bars, a row per cell of ``data`` (named by ``names``, top to bottom in data's order) and a panel
+    per entry of ``columns`` (panel title -> the column it draws), each panel on its own scale, the value written at
+    each bar: the paper's numbers beside ours, in the same row order, so that the orders can be compared by eye."""
+    figure, axes = plt.subplots(1, len(columns), squeeze=False, sharey=True,
+                                figsize=(1.5 + 3.2 * len(columns), 1.2 + 0.32 * len(data)))
+    positions = list(range(len(data)))
+    for column, (panel_title, values) in enumerate(columns.items()):
+        ax = axes[0, column]
+        shown = data[values].to_numpy(dtype=float)
+        ax.barh(positions, shown, color="#1f4e79" if column else "#999999")
+        for position, value in zip(positions, shown):
+            if value == value:  # not NaN
+                ax.text(value, position, f" {value:.4g}", va="center", fontsize=7)
+        ax.set_title(panel_title, fontsize=9)
+        ax.set_xlabel(x_label)
+        ax.set_xlim(0, 1.25 * max([value for value in shown if value == value] or [1.0]))
+        ax.grid(axis="x", alpha=0.3)
+    axes[0, 0].set_yticks(positions, names)
+    axes[0, 0].invert_yaxis()
+    figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    return figure
+
+
 # No creation date in the files: the same report gives the same bytes (committed figures change only with results).
 FIXED_METADATA = {".png": {}, ".pdf": {"CreationDate": None}}
 

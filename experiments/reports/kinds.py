@@ -1,5 +1,5 @@
 """Report figures by kind: an artifact's ``report.kind`` picks one, its layout (experiments.config.report_layouts)
-places the cells. ``table`` draws none."""
+places the cells. ``table`` draws its cells as bars, ours beside the paper's where it prints numbers."""
 
 import math
 from typing import Callable
@@ -11,20 +11,12 @@ from scipy import stats
 from experiments.config.artifacts import Artifact
 from experiments.config.configuration import task_config
 from experiments.config.report_layouts import HeatmapReport, LinesReport, PointsReport
-from experiments.display import label, metric_label, metric_scale, model_name
-from experiments.reports.figures import grouped_heatmap, line_panels, point_panels
+from experiments.display import metric_label, metric_scale, value_name
+from experiments.reports.figures import bar_panels, grouped_heatmap, line_panels, point_panels
+from experiments.reports.rankings import cell_names
 from tasks.registry import task_spec
 
 MISSING, NOT_AVAILABLE = "missing", "n/a"
-
-
-def value_name(key: str, value) -> str:
-    """How a cell value is shown: models and tasks by their names, other keys as key=value."""
-    if key == "model":
-        return model_name(value)
-    if key == "task":
-        return label(value)
-    return f"{key.rsplit('.', 1)[-1]}={value}"
 
 
 def names(table: pd.DataFrame, key: str | None) -> dict:
@@ -95,12 +87,19 @@ def points_figure(layout: PointsReport, table: pd.DataFrame, title: str) -> plt.
                         interval=f"mean, {layout.confidence:.0%} t-interval over runs")
 
 
-def no_figure(layout, table: pd.DataFrame, title: str) -> None:
-    return None
+def table_figure(layout, table: pd.DataFrame, title: str) -> plt.Figure:
+    """A bar per cell with our value, and beside it the paper's where it prints numbers; rows by the paper's value,
+    lowest first (cells it has no number for last), so that a bar out of step is an order the paper does not share."""
+    shown = table.dropna(subset=["ours"]).sort_values("paper", na_position="last", kind="stable")
+    columns = {"ours": "ours"}
+    if shown["paper"].notna().any():
+        columns = {"the paper": "paper", "ours": "ours"}
+    return bar_panels(shown, names=cell_names(shown, layout.cells), columns=columns, title=title,
+                      x_label=metric_label(layout.metric))
 
 
 REPORT_FIGURES: dict[str, Callable] = {
-    "heatmap": heatmap_figure, "lines": lines_figure, "points": points_figure, "table": no_figure,
+    "heatmap": heatmap_figure, "lines": lines_figure, "points": points_figure, "table": table_figure,
 }
 
 

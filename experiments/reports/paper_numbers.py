@@ -9,7 +9,13 @@ them (results/paper/tables, experiments.reports.paper_tables) and the numbers th
         values:                        # numbers of the text, each for one cell
           - {cell: {model: rwkv6, optim.lr: 4.0e-4}, value: 16.38, source: "Appendix B.2"}
 
-A table row belongs to the cells whose keys it shares (``model``, and ``size`` where the table has sizes).
+A table row belongs to the cells whose keys it shares (``model``, and ``size`` where the table has sizes). A table
+with one column per value of a cell key (a column per task) names them by a mapping, and a row that names no single
+model of ours (``model`` empty) belongs to the cells of the value ``printed_as`` gives its printed name:
+
+        column: {task: {lra_listops: listops_acc, lra_pathfinder: pathfinder_acc}}
+        printed_as: {xlstm: xLSTM}     # the cells of model xlstm take the row printed "xLSTM" (paper_name)
+        ranking: ranking               # the column of the paper's ranking of the models (a wide table's Ranking)
 """
 
 from dataclasses import dataclass, field
@@ -18,15 +24,23 @@ import pandas as pd
 
 from experiments.reports.paper_tables import available_paper_tables, paper_table
 
-NUMBERS_KEYS = ("table", "column", "where", "values")
+NUMBERS_KEYS = ("table", "column", "where", "values", "printed_as", "ranking")
 
 
 @dataclass(frozen=True)
 class PaperNumbers:
     table: str | None = None
-    column: str | None = None
+    column: str | dict | None = None
     where: dict = field(default_factory=dict)
     values: list[dict] = field(default_factory=list)
+    printed_as: dict = field(default_factory=dict)
+    ranking: str | None = None
+
+    def columns(self) -> dict[tuple[str, object] | None, str]:
+        """(cell key, value) -> the table's column of those cells; None -> the one column of every cell."""
+        if isinstance(self.column, dict):
+            return {(key, value): column for key, by_value in self.column.items() for value, column in by_value.items()}
+        return {None: self.column}
 
     def problems(self, cells: list[str]) -> list[str]:
         """One message per bad key or value, naming the valid choices."""
@@ -40,9 +54,20 @@ class PaperNumbers:
                                 f"{available_paper_tables()}")
             else:
                 columns = list(paper_table(self.table).columns)
-                if self.column not in columns:
-                    problems.append(f"paper.numbers.column={self.column!r} is not a column of {self.table}; valid "
-                                    f"choices: {columns}")
+                if isinstance(self.column, dict) and (len(self.column) != 1 or not all(
+                        isinstance(by_value, dict) for by_value in self.column.values())):
+                    problems.append(f"paper.numbers.column={self.column!r} must be a column name or map one cell key "
+                                    "to value -> column name")
+                    named = []
+                else:
+                    named = [*self.columns().values(), *([self.ranking] if self.ranking else [])]
+                for column in named:
+                    if column not in columns:
+                        problems.append(f"paper.numbers.column={column!r} is not a column of {self.table}; valid "
+                                        f"choices: {columns}")
+                for key in (self.column if isinstance(self.column, dict) else {}):
+                    if key not in cells:
+                        problems.append(f"paper.numbers.column key {key!r} must be one of the report's cells {cells}")
                 if not set(columns) & set(cells):
                     problems.append(f"paper.numbers.table={self.table!r} shares no key with the report's cells {cells}")
         for key in self.where:
@@ -62,7 +87,21 @@ def paper_numbers_of(paper: dict) -> PaperNumbers:
     if unknown:
         raise ValueError(f"paper.numbers keys {unknown} are not valid; valid choices: {list(NUMBERS_KEYS)}")
     return PaperNumbers(table=numbers.get("table"), column=numbers.get("column"), where=dict(numbers.get("where") or {}),
-                        values=list(numbers.get("values") or []))
+                        values=list(numbers.get("values") or []), printed_as=dict(numbers.get("printed_as") or {}),
+                        ranking=numbers.get("ranking"))
+
+
+def printed_rows(numbers: PaperNumbers, rows: pd.DataFrame, column: str) -> pd.Series:
+    """The table's ``column`` for each row of ``rows`` (a frame of cell keys), joined on the keys they share; NaN for
+    a row the table does not print. Rows printed without a model of ours join by ``printed_as``."""
+    printed = paper_table(numbers.table)
+    if numbers.printed_as and "model" in printed:
+        value_of = {name: value for value, name in numbers.printed_as.items()}
+        printed["model"] = printed["model"].fillna(printed["paper_name"].map(value_of))
+    keys = [key for key in rows.columns if key in printed.columns]
+    printed = printed.dropna(subset=keys).drop_duplicates(subset=keys)[[*keys, column]]
+    joined = rows[keys].astype(str).merge(printed.astype({key: str for key in keys}), on=keys, how="left")
+    return pd.Series(pd.to_numeric(joined[column], errors="coerce").to_numpy(), index=rows.index)
 
 
 def with_paper_numbers(table: pd.DataFrame, paper: dict, cells: list[str]) -> pd.Series:
@@ -71,14 +110,11 @@ def with_paper_numbers(table: pd.DataFrame, paper: dict, cells: list[str]) -> pd
     numbers = paper_numbers_of(paper)
     values = pd.Series(float("nan"), index=table.index)
     if numbers.table is not None:
-        printed = paper_table(numbers.table)
-        keys = [key for key in cells if key in printed.columns]
-        printed = printed.dropna(subset=keys).drop_duplicates(subset=keys)[[*keys, numbers.column]]
-        joined = table[keys].astype(str).merge(printed.astype({key: str for key in keys}), on=keys, how="left")
-        matches = pd.Series(True, index=table.index)
-        for key, value in numbers.where.items():
-            matches &= table[key] == value
-        values = values.where(~matches, pd.to_numeric(joined[numbers.column], errors="coerce").to_numpy())
+        for key_value, column in numbers.columns().items():
+            matches = pd.Series(True, index=table.index)
+            for key, value in [*numbers.where.items(), *([key_value] if key_value else [])]:
+                matches &= table[key] == value
+            values = values.where(~matches, printed_rows(numbers, table[cells], column))
     for item in numbers.values:
         matches = pd.Series(True, index=table.index)
         for key, value in item["cell"].items():

@@ -22,7 +22,7 @@ from experiments.reports.findings import findings_of
 from experiments.reports.kinds import report_figure
 from experiments.reports.paper_numbers import paper_numbers_of, with_paper_numbers
 from experiments.reports.report_text import figure_title, markdown
-from experiments.reports.selection import select_cells
+from experiments.reports.selection import merged_runs, select_cells
 from experiments.reports.staging import publish, staging_folder, terminate_as_exit
 from experiments.sweeps.run_store import runs_frame
 
@@ -45,12 +45,15 @@ def run_table(runs: Sequence[PlannedRun], root: Path) -> pd.DataFrame:
 
 def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
     """One row per reported cell, missing and unavailable cells included: model, cell keys, metric, ours, std,
-    paper, runs, note, and the chosen runs' values (empty without finished runs)."""
+    paper, runs, note, and the chosen runs' values (empty without finished runs). Cells that ``selection.merge``
+    merges are one row (experiments.reports.selection.merged_runs)."""
     report, selection = artifact.report, artifact.selection
     cells, metric = list(report["cells"]), report["metric"]
+    runs, choose_merged = merged_runs(runs, selection.get("merge") or {}, cells)
     done = runs[runs["status"] == "done"]
     selected = select_cells(
-        done, cells=cells, choose=list(selection.get("choose", [])), average=list(selection.get("average", [])),
+        done, cells=cells, choose=[*selection.get("choose", []), *choose_merged],
+        average=list(selection.get("average", [])),
         select_metric=selection["metric"], mode=selection["mode"], report_metric=metric,
         solved_at=report.get("solved_at"),
     ) if len(done) else pd.DataFrame(columns=[*cells, "ours", "std", "min", "max", "runs", "solved", "values"])
@@ -69,7 +72,9 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
     ]
     table["metric"] = metric
     table["paper"] = with_paper_numbers(table, artifact.paper, cells)
-    return table[[*cells, "metric", "ours", "std", "min", "max", "paper", "runs", "solved", "note", "values"]]
+    merged_choices = [f"chosen {column}" for column in choose_merged if f"chosen {column}" in table]
+    return table[[*cells, "metric", "ours", "std", "min", "max", "paper", "runs", "solved", "note", *merged_choices,
+                  "values"]]
 
 
 def report_stem(name: str, extra_overrides: Sequence[str]) -> str:

@@ -5,9 +5,12 @@ from collections.abc import Sequence
 import pandas as pd
 
 from experiments.config.artifacts import Artifact, PlannedRun
+from experiments.config.report_layouts import TableReport
 from experiments.config.titles import config_values, summary, title_of
-from experiments.display import SCALE_NOTES, label, model_name
+from experiments.display import SCALE_NOTES, label, model_name, value_name
 from experiments.reports.findings import Finding, check, reference_mean
+from experiments.reports.rankings import cell_names, ordering, ordering_markdown
+from experiments.reports.wide_table import merged_choices_markdown, printed_ranking, rules_markdown, wide_markdown
 
 UNPRINTED_MARK = "no number¹"
 
@@ -102,7 +105,9 @@ def markdown(artifact: Artifact, runs: Sequence[PlannedRun], table: pd.DataFrame
         lines += [f"Runs with the overrides `{' '.join(extra_overrides)}`.", ""]
     lines += [
         f"Selection: per cell, the {', '.join(selection.get('choose', [])) or 'run'} with the best "
-        f"{selection['metric']} ({selection['mode']}) averaged over {', '.join(selection.get('average', [])) or 'nothing'}; "
+        f"{selection['metric']} ({selection['mode']}) averaged over {', '.join(selection.get('average', [])) or 'nothing'}"
+        + "".join(f"; the row {value_name(key, row)} is the best of {', '.join(value_name(key, m) for m in members)}"
+                  for key, rows in (selection.get("merge") or {}).items() for row, members in rows.items()) + "; "
         f"`ours` is the mean of {report['metric']} over the chosen runs (`runs` of them), ± their standard deviation"
         + ("; `range` is their lowest to highest value" if (table["runs"] > 1).any() else "")
         + (f"; `solved` counts those with {report['metric']} >= {report['solved_at']:g} (our threshold)"
@@ -113,6 +118,16 @@ def markdown(artifact: Artifact, runs: Sequence[PlannedRun], table: pd.DataFrame
         lines += [f"![{artifact.name}]({figure_name})", ""]
     for finding in findings:
         lines += ["## The paper's finding and ours", "", finding_markdown(finding, table, report["metric"]), ""]
+    found = ordering(table, cell_names(table, report["cells"]), selection["mode"])
+    if found is not None:
+        lines += ["## The paper's order and ours", "", ordering_markdown(found, report["metric"], selection["mode"]), ""]
+    layout = artifact.layout
+    if isinstance(layout, TableReport) and layout.columns:
+        lines += ["## Table", "", wide_markdown(layout, table, selection["mode"],
+                                                printed_ranking(artifact.paper, table, layout)), ""]
+        notes = " ".join(note for note in (rules_markdown(layout, selection["mode"]),
+                                           merged_choices_markdown(table, layout.columns)) if note)
+        lines += [notes, ""] if notes else []
     reading = artifact.scales.get(scale, {}).get("reading")
     if reading:
         lines += ["## What this scale shows", "", reading.strip(), ""]

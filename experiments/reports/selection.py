@@ -1,6 +1,37 @@
 """The paper's selection rule: per reported cell, pick the hyperparameter value that is best on validation."""
 
+from typing import Any
+
 import pandas as pd
+
+MERGED = "merged {}"  # the column that keeps a merged key's own value (``chosen merged model`` in the cell table)
+
+
+def merged_runs(runs: pd.DataFrame, merge: dict[str, dict[Any, list]], cells: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """The runs with several values of a cell key reported as one row, and the columns to choose among them.
+
+    ``merge`` maps a cell key to reported value -> the values it merges, e.g. ``{"model": {"best": ["a", "b"]}}``:
+    the runs of ``a`` and ``b`` become one cell ``best`` and the selection chooses between them by its metric, as it
+    chooses a learning rate (each member's own value stays in the column ``merged model``). ValueError naming the
+    problem for a key that is not a cell or a value merged twice."""
+    chosen_too = []
+    for key, rows in (merge or {}).items():
+        if key not in cells:
+            raise ValueError(f"selection.merge.{key}: {key!r} is not one of the report's cells {cells}")
+        if not isinstance(rows, dict) or not all(isinstance(members, list) and members for members in rows.values()):
+            raise ValueError(f"selection.merge.{key}={rows!r} must map each reported value to a non-empty list of "
+                             f"{key} values")
+        row_of = {}
+        for row, members in rows.items():
+            for member in members:
+                if member in row_of:
+                    raise ValueError(f"selection.merge.{key}: {member!r} is merged into both {row_of[member]!r} and "
+                                     f"{row!r}")
+                row_of[member] = row
+        runs = runs.assign(**{MERGED.format(key): runs[key]})
+        runs[key] = runs[key].map(lambda value: row_of.get(value, value))
+        chosen_too.append(MERGED.format(key))
+    return runs, chosen_too
 
 
 def select_cells(runs: pd.DataFrame, *, cells: list[str], choose: list[str], average: list[str], select_metric: str,

@@ -7,7 +7,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from omegaconf import DictConfig, OmegaConf
 from rich import box
 from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -17,6 +16,7 @@ from rich.text import Text
 from experiments.config.artifacts import SCALES, Artifact, PlannedRun, check_scale, known_artifacts, load_artifact, override_value
 from experiments.config.titles import title_of
 from experiments.sweeps.claims import DEFAULT_STALE_AFTER_SECONDS
+from experiments.sweeps.compute_estimate import Accelerator, RunCompute, estimate_text, run_compute
 from experiments.sweeps.run_outcome import RunOutcome
 from experiments.sweeps.run_store import RUN_STORE, run_directory, run_status, runs_frame, store_frame
 
@@ -81,14 +81,16 @@ def status_counts(artifact: Artifact, scale: str, root: Path, stale_after_second
 
 def print_plan(
     console: Console, artifact: Artifact, scale: str, runs: list[PlannedRun], root: Path, stale_after_seconds: float,
-    verbose: bool = False,
+    verbose: bool = False, accelerator: Accelerator = Accelerator(),
 ) -> None:
     """The dry run: one row per reported cell (e.g. model and task; the keys the selection chooses or averages over
-    are summed), the counts, and an estimate of the compute still to spend; ``verbose`` lists every run first."""
+    are summed), the counts, and an estimate of the compute still to spend (tokens, FLOPs, GPU-hours on
+    ``accelerator``); ``verbose`` lists every run first, each with its own estimate."""
     statuses = [planned_status(run, root, stale_after_seconds) for run in runs]
+    computes = [run_compute(run.config) if status != "not available" else None for run, status in zip(runs, statuses)]
     if verbose:
-        console.print(runs_table(artifact, scale, runs, statuses))
-    console.print(plan_summary_table(artifact, scale, runs, statuses))
+        console.print(runs_table(artifact, scale, runs, statuses, computes, accelerator))
+    console.print(plan_summary_table(artifact, scale, runs, statuses, computes))
     counts = Counter(statuses)
     console.print(
         f"{len(runs)} runs: done {counts['done']}, pending {counts['pending']}, failed {counts['failed']}, "
@@ -96,8 +98,8 @@ def print_plan(
     )
     for model, reason in unavailable_models(runs).items():
         console.print(f"  {model}: not available: {reason}", highlight=False, soft_wrap=True)
-    to_run = [run for run, status in zip(runs, statuses) if status in TO_RUN]
-    console.print(compute_estimate(to_run))
+    to_run = [compute for compute, status in zip(computes, statuses) if status in TO_RUN]
+    console.print(estimate_text(to_run, accelerator), highlight=False)
     if any(run.trained_by is not None for run in runs):
         print_training_runs(console, runs, statuses, root, stale_after_seconds)
 
@@ -123,13 +125,14 @@ PLAN_COLUMNS = ["runs", "done", "missing", "failed", "running", "damaged", "n/a"
 SHOWN_IF_ANY = ("failed", "running", "damaged", "n/a")  # a column of zeros is left out (the totals line below names every count)
 
 
-def plan_summary_table(artifact: Artifact, scale: str, runs: list[PlannedRun], statuses: list[str]) -> Table:
+def plan_summary_table(artifact: Artifact, scale: str, runs: list[PlannedRun], statuses: list[str],
+                       computes: list[RunCompute | None]) -> Table:
     """Run counts and training tokens still to spend per group of runs that differ only in the selection's keys."""
     summed = {*artifact.selection.get("choose", []), *artifact.selection.get("average", [])}
     keys = [key for key in (runs[0].cell if runs else {}) if key not in summed]
-    groups: dict[tuple, list[tuple[PlannedRun, str]]] = {}
-    for run, status in zip(runs, statuses):
-        groups.setdefault(tuple(run.cell[key] for key in keys), []).append((run, status))
+    groups: dict[tuple, list[tuple[PlannedRun, str, RunCompute | None]]] = {}
+    for run, status, compute in zip(runs, statuses, computes):
+        groups.setdefault(tuple(run.cell[key] for key in keys), []).append((run, status, compute))
     rows = [(values, plan_counts(members), pending_tokens(members)) for values, members in groups.items()]
     columns = [column for column in PLAN_COLUMNS if column not in SHOWN_IF_ANY or any(counts[column] for _, counts, _ in rows)]
     table = Table(title=f"{artifact.name} ({scale}): {title_of(artifact, runs)}", caption=plan_caption(summed),
@@ -143,15 +146,14 @@ def plan_summary_table(artifact: Artifact, scale: str, runs: list[PlannedRun], s
     return table
 
 
-def plan_counts(members: list[tuple[PlannedRun, str]]) -> Counter:
-    counts = Counter("n/a" if status == "not available" else status for _, status in members)
+def plan_counts(members: list[tuple[PlannedRun, str, RunCompute | None]]) -> Counter:
+    counts = Counter("n/a" if status == "not available" else status for _, status, _ in members)
     counts["runs"], counts["missing"] = len(members), len(members) - counts["done"]
     return counts
 
 
-def pending_tokens(members: list[tuple[PlannedRun, str]]) -> int:
-    tokens = [training_tokens(run.config) for run, status in members if status in TO_RUN]
-    return sum(count for count in tokens if count is not None)
+def pending_tokens(members: list[tuple[PlannedRun, str, RunCompute | None]]) -> int:
+    return sum(compute.tokens for _, status, compute in members if status in TO_RUN and compute.tokens is not None)
 
 
 def plan_caption(summed: set[str]) -> str:
@@ -159,15 +161,31 @@ def plan_caption(summed: set[str]) -> str:
     return f"{rows}missing: not done; tokens: training tokens of the runs a sweep would run; --verbose lists every run"
 
 
-def runs_table(artifact: Artifact, scale: str, runs: list[PlannedRun], statuses: list[str]) -> Table:
-    table = Table(title=f"{artifact.name} ({scale}): every run", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
+def runs_table(artifact: Artifact, scale: str, runs: list[PlannedRun], statuses: list[str],
+               computes: list[RunCompute | None], accelerator: Accelerator) -> Table:
+    """Every run with its id, status and its own estimate (whatever its status; the totals count only what a sweep
+    would run)."""
+    caption = (f"tokens: training tokens (an evaluation-only run: the tokens it evaluates, forward only); "
+               f"GPU-h: on {accelerator.describe()}")
+    table = Table(title=f"{artifact.name} ({scale}): every run", caption=caption,
+                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
     for key in runs[0].cell if runs else []:
         table.add_column(key)
-    table.add_column("run_id")
+    table.add_column("run_id", no_wrap=True, min_width=12)  # whole: people and scripts copy it from here
     table.add_column("status")
-    for run, status in zip(runs, statuses):
-        table.add_row(*(override_value(value) for value in run.cell.values()), run.run_id or "-", status)
+    for column in ("tokens", "FLOPs", "GPU-h"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for run, status, compute in zip(runs, statuses, computes):
+        table.add_row(*(override_value(value) for value in run.cell.values()), run.run_id or "-", status,
+                      *compute_cells(compute, accelerator))
     return table
+
+
+def compute_cells(compute: RunCompute | None, accelerator: Accelerator) -> tuple[str, str, str]:
+    if compute is None or compute.tokens is None:
+        return "-", "-", "-"
+    tokens = compute.evaluated_tokens or compute.tokens
+    return f"{tokens:.2g}", f"{compute.flops:.2g}", f"{accelerator.gpu_hours(compute.flops):.2g}"
 
 
 def unavailable_models(runs: list[PlannedRun]) -> dict[str, str]:
@@ -180,31 +198,6 @@ def planned_status(run: PlannedRun, root: Path, stale_after_seconds: float) -> s
         return "not available"
     status = run_status(run_directory(run, root), stale_after_seconds)
     return "pending" if status == "missing" else status
-
-
-def compute_estimate(runs: list[PlannedRun]) -> str:
-    """Training tokens of the runs still to do: max_steps x batch_size x train length, summed (an estimate)."""
-    tokens = [training_tokens(run.config) for run in runs]
-    known = [count for count in tokens if count is not None]
-    text = (
-        f"Compute estimate (an estimate, not a measurement) for the {len(runs)} pending, failed and damaged runs: "
-        f"{sum(known):.3g} training tokens = max_steps x batch_size x training sequence length "
-        "(train_max_length: an upper bound for tasks of variable length), summed over runs; "
-        "runs of models that are not available are not counted."
-    )
-    if len(known) < len(tokens):
-        text += f" {len(tokens) - len(known)} runs have no sequence length in their task config and are left out."
-    return text
-
-
-def training_tokens(config: DictConfig) -> int | None:
-    length = (OmegaConf.select(config, "task.train_max_length") or OmegaConf.select(config, "task.sequence_length")
-              or OmegaConf.select(config, "task.context_length"))
-    if length is None:
-        return None
-    if OmegaConf.select(config, "evaluate") is not None:
-        return 0  # an evaluation-only run trains nothing
-    return config.trainer.max_steps * config.trainer.batch_size * length
 
 
 def print_summary(

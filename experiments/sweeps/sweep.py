@@ -1,6 +1,7 @@
 """The sweep runner: plan an artifact's runs at one scale, skip finished ones, run the rest locally or on SLURM.
 
 ``xlstm-suite sweep formal-main --scale mini [--launcher local|slurm|submitit_local] [--jobs N] [--dry-run] [overrides]``
+(``--dry-run`` estimates tokens, FLOPs and GPU-hours at ``--gpu-tflops`` and ``--utilization``)
 """
 
 import argparse
@@ -24,6 +25,7 @@ from experiments.config.artifacts import Artifact, PlannedRun, check_scale, load
 from experiments.config.configuration import CONFIGS, group_choices, load_yaml
 from experiments.paths import REPOSITORY_ROOT
 from experiments.sweeps.claims import CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, read_claim
+from experiments.sweeps.compute_estimate import Accelerator
 from experiments.sweeps.local_launcher import run_locally
 from experiments.sweeps.run_execution import DEFAULT_RUN_FUNCTION, describe_os_error, skipped_outcome
 from experiments.sweeps.run_outcome import RunOutcome
@@ -52,8 +54,10 @@ def run_sweep(
     root: Path = RUN_STORE,
     stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS,
     console: Console | None = None,
+    accelerator: Accelerator = Accelerator(),
 ) -> int:
-    """Plan, then run what is not done; the exit code is non-zero if a run failed. Bad input raises ValueError."""
+    """Plan, then run what is not done; the exit code is non-zero if a run failed. Bad input raises ValueError.
+    ``accelerator``: the GPU and utilisation a dry run's GPU-hours assume."""
     artifact = artifact if isinstance(artifact, Artifact) else load_artifact(artifact)
     check_scale(scale)
     overrides, launcher_overrides = split_overrides(overrides)
@@ -64,7 +68,7 @@ def run_sweep(
     runs = artifact.runs(scale, overrides)
     console = console or Console()
     if dry_run:
-        print_plan(console, artifact, scale, runs, root, stale_after_seconds, verbose)
+        print_plan(console, artifact, scale, runs, root, stale_after_seconds, verbose, accelerator)
         return 0
     pending = [run for run in runs if run.unavailable is None and finished_result(run_directory(run, root)) is None]
     console.print(f"[bold]{artifact.name}[/] ({scale}): {len(runs)} runs planned, {len(pending)} to run")
@@ -299,8 +303,14 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     add_scale_argument(parser)
     parser.add_argument("--launcher", default="local", help=f"one of {group_choices('launcher')} (configs/launcher/)")
     parser.add_argument("--jobs", type=int, default=None, help="worker processes of the local launcher (default: its config)")
-    parser.add_argument("--dry-run", action="store_true", help="a summary per model and task of the runs, what is done and a compute estimate; run nothing")
-    parser.add_argument("--verbose", action="store_true", help="with --dry-run: also list every run with its run id and status")
+    parser.add_argument("--dry-run", action="store_true", help="a summary per model and task of the runs, what is done and a compute estimate (tokens, FLOPs, GPU-hours); run nothing")
+    parser.add_argument("--verbose", action="store_true", help="with --dry-run: also list every run with its run id, status and estimate")
+    default = Accelerator()
+    parser.add_argument("--gpu-name", default=default.name, help=f"with --dry-run: the GPU the GPU-hours assume, by name (default: {default.name})")
+    parser.add_argument("--gpu-tflops", type=float, default=default.peak_tflops,
+                        help=f"with --dry-run: that GPU's dense peak in TFLOP/s (default: {default.peak_tflops:g}, an A100 in bf16)")
+    parser.add_argument("--utilization", type=float, default=default.utilization,
+                        help=f"with --dry-run: the fraction of the peak a run reaches (model FLOPs utilisation; default: {default.utilization:g})")
     parser.add_argument("--run-function", default=DEFAULT_RUN_FUNCTION, help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, default=RUN_STORE, help=argparse.SUPPRESS)
     parser.add_argument("--claim-timeout", type=float, default=DEFAULT_STALE_AFTER_SECONDS, help=argparse.SUPPRESS)
@@ -320,6 +330,7 @@ def sweep_command(arguments: argparse.Namespace) -> int:
             run_function=arguments.run_function,
             root=arguments.root,
             stale_after_seconds=arguments.claim_timeout,
+            accelerator=Accelerator(arguments.gpu_name, arguments.gpu_tflops, arguments.utilization),
         )
     except ValueError as error:
         print(f"xlstm-suite sweep: error: {error}", file=sys.stderr)

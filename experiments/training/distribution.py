@@ -139,13 +139,13 @@ def cluster_plugins() -> list:
 
 def distributed_trainer_arguments(config: DictConfig) -> dict:
     """The keyword arguments of ``lightning.Trainer`` that place the run: precision, accelerator, devices, num_nodes,
-    strategy, gradient accumulation and cluster plugins. Raises ValueError before any compute for a bad combination."""
+    strategy and gradient accumulation (its plugins add cluster_plugins()). Raises ValueError before any compute for a
+    bad combination."""
     trainer = config.trainer
     split = batch_split(trainer)
     precision, strategy = precision_and_strategy(trainer, config.model.name)
     return {"precision": precision, "accelerator": trainer.accelerator, "devices": trainer.devices,
-            "num_nodes": split.num_nodes, "strategy": strategy, "accumulate_grad_batches": split.accumulation,
-            "plugins": cluster_plugins()}
+            "num_nodes": split.num_nodes, "strategy": strategy, "accumulate_grad_batches": split.accumulation}
 
 
 class ShardedGradientClipping:

@@ -8,7 +8,8 @@ from torchmetrics import MeanMetric
 
 from experiments.training.distribution import ShardedGradientClipping
 from experiments.training.optimizer import configure_adamw
-from tasks.spec import IGNORE_INDEX, TaskSpec
+from experiments.training.pooling import pair_features, pool
+from tasks.spec import IGNORE_INDEX, SEQUENCE_KINDS, TaskSpec
 
 SPLITS = ("val", "test")
 
@@ -22,6 +23,10 @@ class SequenceTaskModule(ShardedGradientClipping, L.LightningModule):
     s_rand) to 0 and perfect to 1: (acc - s_rand) / (1 - s_rand).
     Scalars: positions whose target is NaN are ignored; loss and metric are the mean squared error over the scored
     positions of the whole split (``mse``, ``loss`` the same number).
+    One class per sequence ("sequence_class"): the backbone's outputs are pooled over the sequence's positions
+    (targets != -100; the spec's pooling, "mean" or "last") and the decoder classifies the pooled vector; a pair of
+    sequences ("sequence_pair_class", inputs (B, 2, S)) pools each and classifies [x1, x2, x1 * x2, x1 - x2] with a
+    two-layer head (the LRA's two-tower retrieval classifier). Accuracy is then per sequence (pair).
     """
 
     def __init__(self, spec: TaskSpec, backbone: nn.Module, embedding_dim: int, optim: dict, max_steps: int,
@@ -42,9 +47,13 @@ class SequenceTaskModule(ShardedGradientClipping, L.LightningModule):
                                  f"{spec.num_classes} {spec.output_kind} outputs")
             self.decoder = nn.Linear(embedding_dim, spec.num_classes, bias=False)
             self.decoder.weight = self.encoder.weight
+        elif spec.output_kind == "sequence_pair_class":
+            self.decoder = nn.Sequential(nn.Linear(4 * embedding_dim, embedding_dim), nn.ReLU(),
+                                         nn.Linear(embedding_dim, spec.num_classes))
         else:
             self.decoder = nn.Linear(embedding_dim, spec.num_classes)
         self.scalar = spec.output_kind == "scalar"
+        self.pooled = spec.output_kind in SEQUENCE_KINDS
         if not self.scalar:
             self.accuracy = nn.ModuleDict({split: MeanMetric() for split in SPLITS})
         self.loss = nn.ModuleDict({split: MeanMetric() for split in SPLITS})
@@ -71,9 +80,23 @@ class SequenceTaskModule(ShardedGradientClipping, L.LightningModule):
         relevant = targets != IGNORE_INDEX  # (B, S)
         return self.decoder(self.backbone(self.encoder(inputs))[relevant]), relevant
 
+    def _pooled_logits(self, inputs: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Class logits (B, C) of each sequence (pair) and its class (B,): targets (B, S) or pairs (B, 2, S)."""
+        pairs = self.spec.output_kind == "sequence_pair_class"
+        if pairs:
+            inputs, targets = inputs.flatten(0, 1), targets.flatten(0, 1)  # (2B, S)
+        pooled = pool(self.backbone(self.encoder(inputs)), targets != IGNORE_INDEX, self.spec.pooling)  # (N, D)
+        labels = targets[:, 0]  # (N,): a sequence's first position is always its own
+        if pairs:
+            return self.decoder(pair_features(pooled.unflatten(0, (-1, 2)))), labels[::2]  # (B, C), (B,)
+        return self.decoder(pooled), labels
+
     def training_step(self, batch, batch_index):
         inputs, targets = batch
-        if self.scalar:
+        if self.pooled:
+            logits, labels = self._pooled_logits(inputs, targets)  # (B, C), (B,)
+            loss = F.cross_entropy(logits, labels)
+        elif self.scalar:
             loss = self._loss(self(inputs), targets)
         else:
             logits, relevant = self._scored_logits(inputs, targets)  # (N, C), (B, S)
@@ -85,6 +108,11 @@ class SequenceTaskModule(ShardedGradientClipping, L.LightningModule):
         inputs, targets = batch
         if self.scalar:
             self.loss[split].update(self._loss(self(inputs), targets), weight=(~targets.isnan()).sum())
+            return
+        if self.pooled:
+            logits, labels = self._pooled_logits(inputs, targets)  # (B, C), (B,)
+            self.accuracy[split].update((logits.argmax(-1) == labels).float())
+            self.loss[split].update(F.cross_entropy(logits, labels), weight=len(labels))
             return
         logits, relevant = self._scored_logits(inputs, targets)  # (N, C), (B, S)
         correct = torch.zeros_like(relevant)  # (B, S)

@@ -1,4 +1,4 @@
-"""AdamW with linear warm-up and cosine decay, the one optimiser of every run (formal languages: Appendix B.1.1;
+"""AdamW with linear warm-up and cosine decay (with ``restarts``: warm restarts), the one optimiser of every run (formal languages: Appendix B.1.1;
 language modelling: Appendix B.2)."""
 
 import torch
@@ -27,7 +27,8 @@ def configure_adamw(module: LightningModule, optim: dict, max_steps: int) -> dic
     warmup, decay, floor = schedule_steps(optim, max_steps)
 
     def factor(step: int) -> float:
-        return warmup_cosine_factor(step, max_steps=decay, warmup_steps=warmup, min_lr_ratio=floor)
+        return warmup_cosine_factor(step, max_steps=decay, warmup_steps=warmup, min_lr_ratio=floor,
+                                    restarts=optim.get("restarts") or 0)
 
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}

@@ -1,23 +1,30 @@
 """One training run: build task data and model from a resolved config, fit with Lightning, evaluate."""
 
 import logging
-import shutil
+import os
 import time
 import warnings
 from pathlib import Path
 
 import lightning as L
 import torch
-from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.loggers import CSVLogger
 from omegaconf import DictConfig, OmegaConf
 
 from experiments.config.validation import backbone_options, validate_run_config
+from experiments.training.checkpoints import (LAST, AtomicCheckpointIO, RunConfigInCheckpoint, checkpoint_callbacks,
+                                              resume_point, resumed_config_yaml)
 from experiments.training.data import build_datamodule
-from experiments.training.distribution import compile_network, distributed_trainer_arguments
+from experiments.training.distribution import cluster_plugins, compile_network, distributed_trainer_arguments
 from experiments.training.language_model_module import LanguageModelModule
 from experiments.training.module import SequenceTaskModule
 from experiments.training.progress import StepProgressBar
+from experiments.training.resumed_metrics import keep_rows_before
 from models.registry import build_backbone, build_language_model_from
+
+
+FAIL_AFTER_STEPS_VARIABLE = "XLSTM_SUITE_FAIL_AFTER_STEPS"
 
 
 class FailAfterSteps(Callback):
@@ -28,7 +35,20 @@ class FailAfterSteps(Callback):
 
     def on_train_batch_end(self, trainer, *args):
         if trainer.global_step >= self.steps:
-            raise RuntimeError(f"debug.fail_after_steps={self.steps}: failing on purpose")
+            raise RuntimeError(f"fail_after_steps={self.steps}: failing on purpose")
+
+
+def fail_after_steps(config: DictConfig) -> int | None:
+    """debug.fail_after_steps, else the environment's XLSTM_SUITE_FAIL_AFTER_STEPS: a fault that leaves the run's
+    config and id as they are, as a kill does, so that the next attempt of the same run resumes (tests of resume)."""
+    if config.debug.fail_after_steps is not None:
+        return config.debug.fail_after_steps
+    steps = os.environ.get(FAIL_AFTER_STEPS_VARIABLE, "")
+    if not steps:
+        return None
+    if not steps.isdigit() or int(steps) < 1:
+        raise ValueError(f"{FAIL_AFTER_STEPS_VARIABLE}={steps!r} is not a step count; valid: an integer >= 1, or unset")
+    return int(steps)
 
 
 def build_backbone_from_config(model: DictConfig) -> torch.nn.Module:
@@ -44,23 +64,6 @@ def _logger(config: DictConfig, run_dir: Path):
     if config.trainer.logger == "tensorboard":
         return loggers.TensorBoardLogger(save_dir=run_dir, name="", version="tensorboard")
     return loggers.WandbLogger(save_dir=run_dir, name=run_dir.name, config=OmegaConf.to_container(config))
-
-
-def _checkpoint_callbacks(checkpoints: Path, monitor: tuple[str, str]) -> tuple[ModelCheckpoint, ModelCheckpoint]:
-    """The best checkpoint by the module's validation metric ``monitor`` (name, "max" or "min"; classification:
-    scaled accuracy, regression: MSE), the run's metrics come from it, and ``last.ckpt``, rewritten at every
-    validation. Lightning's own ``save_last`` beside a monitored metric is rewritten only when that metric improves.
-    The order matters: ``last.ckpt`` then holds the best callback's state after the same validation."""
-    metric, mode = monitor
-    best = ModelCheckpoint(dirpath=checkpoints, monitor=metric, mode=mode, save_top_k=1)
-    latest = ModelCheckpoint(dirpath=checkpoints, filename="last", enable_version_counter=False)
-    return best, latest
-
-
-def _remove_abandoned_attempt(checkpoints: Path) -> None:
-    """Runs do not resume yet (the language-modelling issue adds resume from ``last.ckpt``): a fresh attempt starts
-    from step 0, and a killed attempt's checkpoints would otherwise stay beside the new ones, named ``-v1``."""
-    shutil.rmtree(checkpoints, ignore_errors=True)
 
 
 def build_module(config: DictConfig, spec) -> L.LightningModule:
@@ -161,13 +164,16 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     data = build_datamodule(config.task, config.trainer.batch_size)
     module = build_module(config, data.spec)
     callbacks = [StepProgressBar()]  # a bar at a terminal, a line every 30 s in a sweep worker's log
-    checkpoints = run_dir / "checkpoints"
+    checkpoints, resume, logger = run_dir / "checkpoints", None, _logger(config, run_dir)
     if config.trainer.checkpoint:
-        _remove_abandoned_attempt(checkpoints)
-        best, latest = _checkpoint_callbacks(checkpoints, module.monitor)
-        callbacks += [best, latest]
-    if config.debug.fail_after_steps is not None:
-        callbacks.append(FailAfterSteps(config.debug.fail_after_steps))
+        resumed_config = resumed_config_yaml(config)
+        resume = resume_point(run_dir, resumed_config, module)
+        if resume is not None and isinstance(logger, CSVLogger):
+            keep_rows_before(logger, resume.step)
+        saving = checkpoint_callbacks(checkpoints, module.monitor, config.trainer.get("checkpoint_every_steps"))
+        callbacks += [*saving, RunConfigInCheckpoint(resumed_config)]
+    if fail_after_steps(config) is not None:
+        callbacks.append(FailAfterSteps(fail_after_steps(config)))
     trainer = L.Trainer(
         max_steps=config.trainer.max_steps,
         # Lightning counts the interval in micro-batches, the config in optimizer steps
@@ -176,19 +182,20 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
         check_val_every_n_epoch=None,
         gradient_clip_val=config.trainer.gradient_clip_val,
         **placement,
-        logger=_logger(config, run_dir),
+        logger=logger,
         callbacks=callbacks,
         default_root_dir=run_dir,
         enable_checkpointing=bool(config.trainer.checkpoint),
         enable_model_summary=False,
         num_sanity_val_steps=0,
+        plugins=[AtomicCheckpointIO(), *cluster_plugins()],
     )
     started = time.perf_counter()
-    trainer.fit(module, datamodule=data)
+    trainer.fit(module, datamodule=data, ckpt_path=resume.checkpoint if resume else None)
     best_checkpoint = None
     if config.trainer.checkpoint:
-        trainer.save_checkpoint(checkpoints / "last.ckpt")  # the steps since the last validation
-        best_checkpoint = best.best_model_path
+        trainer.save_checkpoint(checkpoints / LAST)  # the steps since the last checkpoint
+        best_checkpoint = saving[0].best_model_path
     metrics = {}
     for evaluate in (trainer.validate, trainer.test):
         for result in evaluate(module, datamodule=data, ckpt_path=best_checkpoint, verbose=False):

@@ -55,10 +55,10 @@ def _cut_padding(inputs: torch.Tensor, targets: torch.Tensor) -> Batch:
 
 
 class TrainingBatches(IterableDataset):
-    """Endless training batches; global batch b (of optimizer step b) has lengths uniform in min_length..max_length.
-    Each is cut into ``position``'s micro-batches (tasks.training_position), so a step reads the same samples on any
-    number of processes, and each micro-batch is padded to its longest sequence. Use with
-    `DataLoader(dataset, batch_size=None)`."""
+    """Endless training batches from global batch ``position.start_step`` on (a resumed run's position); global
+    batch b (of optimizer step b) has lengths uniform in min_length..max_length. Each is cut into ``position``'s
+    micro-batches (tasks.training_position), so a step reads the same samples on any number of processes, and each
+    micro-batch is padded to its longest sequence. Use with `DataLoader(dataset, batch_size=None)`."""
 
     def __init__(self, task: FormalLanguageTask, batch_size: int, max_length: int, data_seed: int,
                  position: TrainingPosition = TrainingPosition()) -> None:
@@ -73,7 +73,7 @@ class TrainingBatches(IterableDataset):
         return _cut_padding(*make_examples(self.task, lengths, rng))
 
     def __iter__(self) -> Iterator[Batch]:
-        index = 0
+        index = self.position.start_step
         while True:
             inputs, targets = self.batch(index)  # (B, L) each
             for micro_inputs, micro_targets in zip(self.position.micro_batches(inputs),
@@ -127,6 +127,8 @@ class FormalLanguageDataModule(lightning.LightningDataModule):
         return self.task.spec
 
     def train_dataloader(self) -> DataLoader:
+        """Training batches from the trainer's step on (its global_step, restored before Lightning asks for this
+        loader when a run resumes)."""
         dataset = TrainingBatches(self.task, self.batch_size, self.train_max_length, self.data_seed,
                                   training_position(self))
         return DataLoader(dataset, batch_size=None)

@@ -1,0 +1,139 @@
+"""A run's checkpoints in ``<run_dir>/checkpoints``: the best by the validation metric, and ``last.ckpt``, from which
+the next attempt of a killed run resumes (model, optimizer, schedule, step, callbacks and loops, restored by
+Lightning; the data position follows from the restored step, tasks.training_position).
+
+One set per run: a fresh start removes what an earlier attempt left, a resume keeps only the two checkpoints its
+last.ckpt knows. Checkpoints are written atomically, so a kill mid-write leaves the previous last.ckpt, and a
+last.ckpt that cannot be this run's (unreadable, another config, another model) is reported and the run starts
+fresh: an attempt never trains on from a file it cannot trust.
+"""
+
+import shutil
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.plugins.io import TorchCheckpointIO
+from omegaconf import DictConfig, OmegaConf
+
+from experiments.atomic import write_atomic
+from experiments.config.configuration import config_yaml
+
+LAST = "last.ckpt"
+RUN_CONFIG_KEY = "run_config"  # the checkpoint entry of RunConfigInCheckpoint
+
+
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """Lightning writes a checkpoint to a file in the system's temporary directory and moves it into place: a copy,
+    not an atomic rename, when that directory is on another filesystem than the run store (a cluster node's local
+    /tmp), so a kill during the copy leaves a truncated file under the checkpoint's name. This one writes beside the
+    checkpoint and renames."""
+
+    def save_checkpoint(self, checkpoint: dict, path, storage_options=None) -> None:
+        if storage_options is not None:
+            raise TypeError(f"storage_options={storage_options!r}: {type(self).__name__} writes local files only")
+        write_atomic(Path(path), lambda handle: torch.save(checkpoint, handle), binary=True)
+
+
+def resumed_config_yaml(config: DictConfig) -> str:
+    """What a checkpoint must have been trained with to be resumed by a run of ``config``: the run config less its
+    fault injection (``debug``), which changes when an attempt stops, not what it computes."""
+    return config_yaml(OmegaConf.masked_copy(config, [key for key in config if key != "debug"]))
+
+
+class RunConfigInCheckpoint(Callback):
+    """Stores resumed_config_yaml in every checkpoint: a rerun resumes only from a checkpoint of its own config,
+    also where the run directory is not keyed by the config (run_training called on its own)."""
+
+    def __init__(self, config_yaml: str) -> None:
+        self.config_yaml = config_yaml
+
+    def on_save_checkpoint(self, trainer, pl_module, checkpoint: dict) -> None:
+        checkpoint[RUN_CONFIG_KEY] = self.config_yaml
+
+
+class PeriodicLastCheckpoint(ModelCheckpoint):
+    """``last.ckpt`` every ``every_steps`` training steps, except after a step that a validation follows: the
+    checkpoint after that validation stands for it. Lightning, resumed from a checkpoint written before a due
+    validation, counts that validation as done and skips it (a best checkpoint found there would be lost)."""
+
+    def __init__(self, checkpoints: Path, every_steps: int) -> None:
+        super().__init__(dirpath=checkpoints, filename=Path(LAST).stem, enable_version_counter=False,
+                         every_n_train_steps=every_steps)
+
+    def on_train_batch_end(self, trainer, *args, **kwargs) -> None:
+        validates_next = (trainer.fit_loop.epoch_loop.total_batch_idx + 1) % trainer.val_check_batch == 0
+        if not validates_next:  # Lightning's own test (the training epoch loop's _should_check_val_fx)
+            super().on_train_batch_end(trainer, *args, **kwargs)
+
+
+def checkpoint_callbacks(checkpoints: Path, monitor: tuple[str, str], every_steps: int | None) -> list[ModelCheckpoint]:
+    """The best checkpoint by the module's validation metric ``monitor`` (name, "max" or "min"; classification:
+    scaled accuracy, regression: MSE), the run's metrics come from it; ``last.ckpt``, rewritten at every validation;
+    and with ``every_steps``, ``last.ckpt`` also every that many training steps between validations. Lightning's own
+    ``save_last`` beside a monitored metric is rewritten only when that metric improves. The order matters: at a
+    validation ``last.ckpt`` then holds the best callback's state after the same validation. The best checkpoint is
+    the first of the list."""
+    metric, mode = monitor
+    best = ModelCheckpoint(dirpath=checkpoints, monitor=metric, mode=mode, save_top_k=1)
+    latest = ModelCheckpoint(dirpath=checkpoints, filename=Path(LAST).stem, enable_version_counter=False)
+    return [best, latest] + ([PeriodicLastCheckpoint(checkpoints, every_steps)] if every_steps else [])
+
+
+class ResumePoint(NamedTuple):
+    checkpoint: Path
+    step: int  # optimizer steps the checkpoint has taken
+
+
+def resume_point(run_dir: Path, config_yaml: str, module: torch.nn.Module) -> ResumePoint | None:
+    """``last.ckpt`` of an earlier attempt of this run (same config, same model), to resume from; None for a fresh
+    start, with the earlier attempt's checkpoints removed. Either is reported in one line of the run's output."""
+    checkpoints = run_dir / "checkpoints"
+    last = checkpoints / LAST
+    if not last.exists():
+        shutil.rmtree(checkpoints, ignore_errors=True)  # a killed attempt may have written its best checkpoint only
+        return None
+    checkpoint, problem = _read(last, config_yaml, module)
+    if problem:
+        print(f"not resuming {run_dir}: {last} {problem}; training from step 0", flush=True)
+        shutil.rmtree(checkpoints, ignore_errors=True)
+        return None
+    _remove_all_but(checkpoints, {LAST} | _best_checkpoint_names(checkpoint))
+    print(f"resuming {run_dir} from step {checkpoint['global_step']} ({LAST})", flush=True)
+    return ResumePoint(last, checkpoint["global_step"])
+
+
+def _read(last: Path, config_yaml: str, module: torch.nn.Module) -> tuple[dict | None, str | None]:
+    """The checkpoint (its tensors memory-mapped, not read) and what makes it unfit to resume from, or None."""
+    try:
+        checkpoint = torch.load(last, map_location="cpu", weights_only=False, mmap=True)
+    except Exception as error:  # a truncated or overwritten file fails in zipfile, pickle or torch, each its own way
+        return None, f"cannot be read ({type(error).__name__}: {error})"
+    if not isinstance(checkpoint, dict) or not {"state_dict", "global_step"} <= checkpoint.keys():
+        return None, "is not a Lightning checkpoint"
+    if checkpoint.get(RUN_CONFIG_KEY) != config_yaml:
+        return None, "was written by another run config"
+    shapes = {name: tuple(tensor.shape) for name, tensor in module.state_dict().items()}
+    if {name: tuple(tensor.shape) for name, tensor in checkpoint["state_dict"].items()} != shapes:
+        return None, "holds another model's weights"
+    return checkpoint, None
+
+
+def _best_checkpoint_names(checkpoint: dict) -> set[str]:
+    """The file names of the best checkpoints the checkpoint callbacks' saved states point at."""
+    states = checkpoint.get("callbacks", {}).values()
+    return {Path(state["best_model_path"]).name for state in states
+            if isinstance(state, dict) and state.get("best_model_path")}
+
+
+def _remove_all_but(checkpoints: Path, keep: set[str]) -> None:
+    """Removes what the resumed attempt would not know of: a best checkpoint saved after last.ckpt (the resumed run
+    saves it again) and temporary files of a write that was killed. Data-parallel processes may remove the same."""
+    for path in checkpoints.iterdir():
+        if path.name in keep:
+            continue
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)

@@ -1,0 +1,122 @@
+"""The LRA generators against solvers written here, apart from them: every ListOps label against a recursive-descent
+evaluator of the token sequence, every Pathfinder label against a flood fill of the rendered image; the recipes'
+bounds, balanced Pathfinder labels, determinism per seed and distinct samples.
+
+The balance test is a two-sided binomial test at a false-alarm rate of alpha = 1e-4 (the seeds are fixed, so it is
+deterministic).
+"""
+
+import numpy as np
+import pytest
+from scipy import ndimage, stats
+
+from tasks.lra import listops_generator, pathfinder_generator
+from tasks.lra.listops_reader import read_listops
+from tasks.lra.listops_tokens import CLOSE, OPERATORS, token_text
+from tests.lra_fixtures import listops_source, write_listops
+
+ALPHA = 1e-4
+RELEASE = dict(max_depth=10, max_args=10, min_length=501, max_length=1999)
+SMALL = dict(max_depth=5, max_args=5, min_length=8, max_length=120)
+
+
+def evaluate(words: list[str]) -> tuple[int, int, int]:
+    """Value, depth and the largest argument count of a prefix ListOps expression, by recursive descent."""
+    def node(position: int, depth: int) -> tuple[int, int, int, int]:
+        word = words[position]
+        if word not in OPERATORS:
+            return int(word), position + 1, depth, 0
+        arguments, position, deepest, widest = [], position + 1, depth, 0
+        while words[position] != CLOSE:
+            value, position, child_depth, child_width = node(position, depth + 1)
+            arguments.append(value)
+            deepest, widest = max(deepest, child_depth), max(widest, child_width)
+        ordered = sorted(arguments)
+        value = {"[MIN": ordered[0], "[MAX": ordered[-1], "[SM": sum(arguments) % 10,
+                 "[MED": int(np.median(arguments))}[word]
+        return value, position + 1, deepest, max(widest, len(arguments))
+    value, end, depth, width = node(0, 1)
+    assert end == len(words), "tokens after the expression's end"
+    return value, depth, width
+
+
+@pytest.mark.parametrize("recipe, samples", [(RELEASE, 200), (SMALL, 400)])
+def test_every_listops_label_is_the_value_an_independent_evaluator_computes(recipe, samples):
+    drawn = listops_generator.generate(samples, np.random.default_rng(1), **recipe)
+    inputs, targets = drawn.examples(np.arange(samples))
+    lengths = drawn.sequences.lengths
+    for row in range(samples):
+        words = [token_text(token) for token in inputs[row, :lengths[row]]]
+        value, depth, width = evaluate(words)
+        assert value == drawn.labels[row] == targets[row, 0]
+        assert depth <= recipe["max_depth"] and 2 <= width <= recipe["max_args"]
+    assert lengths.min() >= recipe["min_length"] and lengths.max() <= recipe["max_length"]
+    assert len({inputs[row, :lengths[row]].tobytes() for row in range(samples)}) == samples  # distinct
+    assert len(np.unique(drawn.labels)) == 10
+
+
+def test_generated_listops_read_back_from_the_release_format_unchanged(tmp_path):
+    drawn = listops_generator.generate(50, np.random.default_rng(2), **SMALL)
+    inputs, _ = drawn.examples(np.arange(50))
+    rows = [(listops_source([token_text(token) for token in inputs[row, :length]]), str(label))
+            for row, (length, label) in enumerate(zip(drawn.sequences.lengths, drawn.labels))]
+    read = read_listops(write_listops(tmp_path / "basic_train.tsv", rows), max_length=SMALL["max_length"])
+    assert (read.sequences.tokens == drawn.sequences.tokens).all() and (read.labels == drawn.labels).all()
+
+
+def test_listops_is_the_same_for_a_seed_and_other_for_another():
+    first, again, other = (listops_generator.generate(100, np.random.default_rng(seed), **SMALL) for seed in (3, 3, 4))
+    assert (first.sequences.tokens == again.sequences.tokens).all() and (first.labels == again.labels).all()
+    assert first.sequences.tokens.tobytes() != other.sequences.tokens.tobytes()
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"min_length": 50, "max_length": 40}, "min_length=50 must be <= max_length=40"),
+    ({"max_args": 1}, "max_args=1 must be >= 2"),
+    ({"samples": 0}, "samples=0 must be >= 1"),
+    ({"max_depth": 2, "max_args": 2, "min_length": 1, "max_length": 4, "samples": 500},
+     "gave 410 distinct samples and then 10000 repeats in a row"),  # 10 digits and 4 x 100 operators of two digits
+])
+def test_the_listops_generator_rejects_bad_values_before_drawing(change, message):
+    arguments = {**SMALL, "samples": 10, **change}
+    with pytest.raises(ValueError, match=message):
+        listops_generator.generate(arguments.pop("samples"), np.random.default_rng(0), **arguments)
+
+
+def connected(image: np.ndarray) -> bool:
+    """Whether the two marks (the 3x3 squares at 255) are joined: dilate the drawn pixels by one pixel, then
+    8-connected components (a mark blob of both marks counts as joined)."""
+    marks, count = ndimage.label(image == pathfinder_generator.MARK_INTENSITY, structure=np.ones((3, 3)))
+    if count == 1:
+        return True
+    assert count == 2, f"{count} marks"
+    grown = ndimage.binary_dilation(image > 0, structure=np.ones((3, 3)))
+    components, _ = ndimage.label(grown, structure=np.ones((3, 3)))
+    first, second = (np.argwhere(marks == index)[0] for index in (1, 2))
+    return components[tuple(first)] == components[tuple(second)]
+
+
+def test_every_pathfinder_label_is_what_a_flood_fill_of_the_image_finds_and_labels_are_balanced():
+    images, labels = pathfinder_generator.generate(400, np.random.default_rng(5))
+    assert images.shape == (400, 32, 32) and images.dtype == np.uint8
+    assert [connected(image) for image in images] == labels.astype(bool).tolist()
+    assert stats.binomtest(int(labels.sum()), 400, 0.5).pvalue > ALPHA
+    grown = [ndimage.label(ndimage.binary_dilation(image > 0, np.ones((3, 3))), np.ones((3, 3)))[1] for image in images]
+    drawn = [ndimage.label(image > 0, np.ones((3, 3)))[1] for image in images]
+    assert set(grown) == {pathfinder_generator.PATHS}  # three paths, kept apart
+    assert np.mean(np.array(drawn) > pathfinder_generator.PATHS) > 0.9  # dashed: the gaps split the drawn pixels
+
+
+def test_pathfinder_is_the_same_for_a_seed_and_other_for_another():
+    first, again, other = (pathfinder_generator.generate(20, np.random.default_rng(seed)) for seed in (6, 6, 7))
+    assert (first[0] == again[0]).all() and (first[1] == again[1]).all() and (first[0] != other[0]).any()
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"min_paddles": 5, "max_paddles": 4}, "min_paddles=5 must be <= max_paddles=4"),
+    ({"max_paddles": 9}, "max_paddles=9 must be <= 8"),
+    ({"max_turn_degrees": 120.0}, r"max_turn_degrees=120.0 must be in \[0, 90\]"),
+])
+def test_the_pathfinder_generator_rejects_bad_values_before_drawing(change, message):
+    with pytest.raises(ValueError, match=message):
+        pathfinder_generator.generate(10, np.random.default_rng(0), **change)

@@ -1,0 +1,196 @@
+"""A run killed after k steps and run again continues from its last checkpoint and ends equal to an uninterrupted
+run: the same weights, metrics and metrics.csv, bit for bit on CPU (no model draws random numbers while training, and
+the data of a step is a function of (data seed, step)). The kill is XLSTM_SUITE_FAIL_AFTER_STEPS, which leaves the
+run's config and id as they are."""
+
+import json
+
+import pytest
+import torch
+from lightning.pytorch.callbacks import Callback
+
+from experiments.config.artifacts import PlannedRun, run_id_of
+from experiments.config.configuration import compose_run_config
+from experiments.sweeps.run_execution import execute_run
+from experiments.sweeps.run_store import ERROR_FILE, METRICS_FILE, OUTPUT_FILE, finished_result, run_directory
+from experiments.sweeps.sweep import run_sweep
+from experiments.training import train
+from experiments.training.checkpoints import AtomicCheckpointIO
+from experiments.training.data import build_datamodule
+from experiments.training.train import FAIL_AFTER_STEPS_VARIABLE, run_training
+from tasks.fixed_sets import TRAIN_STREAM
+from tasks.fixed_sets import TrainingBatches as FixedSetBatches
+from tasks.formal_languages.data import TrainingBatches as FormalLanguageBatches
+from tasks.formal_languages.registry import get_task
+from tasks.training_position import TrainingPosition
+from tests.sweep_fakes import small_artifact
+
+TINY = ["trainer.num_threads=1", "model.embedding_dim=16", "model.num_blocks=2"]
+# 8 steps validated every 3: a resume from step 4 or 5 still has a validation (step 6) and the final steps ahead
+PARITY = [*TINY, "model=xlstm_1_0", "task=parity", "trainer.max_steps=8", "trainer.val_every_steps=3",
+          "trainer.batch_size=4", "task.val_samples=8", "task.test_samples=8", "task.eval_max_length=48",
+          "optim.lr=1e-2"]
+# 3 batches per epoch: the resumed run starts inside the second epoch's order
+MQAR = [*TINY, "model=xlstm_1_0", "task=mqar", "task.context_length=16", "task.num_kv_pairs=2",
+        "task.train_samples=24", "task.val_samples=8", "task.test_samples=8", "trainer.max_steps=8",
+        "trainer.val_every_steps=3", "trainer.batch_size=8", "optim.lr=1e-2"]
+# one class per sequence, pooled over padded sequences of varying length; 3 batches per epoch as MQAR
+LISTOPS = [*TINY, "model=xlstm_1_0", "task=lra_listops", "task.max_depth=4", "task.max_args=4", "task.min_length=6",
+           "task.max_length=40", "task.train_samples=24", "task.val_samples=8", "task.test_samples=8",
+           "trainer.max_steps=8", "trainer.val_every_steps=3", "trainer.batch_size=8", "optim.lr=1e-2"]
+# warm-up over 2 steps, then the cosine: the resumed schedule must continue where it stopped
+LM = [*TINY, "model=llama", "task=lm_sample", "optim=adamw_lm", "optim.warmup_steps=2", "trainer.max_steps=8",
+      "trainer.val_every_steps=3", "trainer.batch_size=4", "task.context_length=16", "task.val_sequences=4",
+      "task.test_sequences=4"]
+
+
+def planned(overrides: list[str]) -> PlannedRun:
+    config = compose_run_config(overrides)
+    return PlannedRun("resume-test", "adhoc", {}, list(overrides), config=config, run_id=run_id_of(config))
+
+
+def state_dict(run_dir) -> dict[str, torch.Tensor]:
+    return torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)["state_dict"]
+
+
+def assert_equal_runs(resumed, uninterrupted) -> None:
+    """Weights after the final step, the metrics of result.json (less the wall time) and metrics.csv."""
+    metrics = [{name: value for name, value in finished_result(run_dir)["metrics"].items() if name != "train/seconds"}
+               for run_dir in (resumed, uninterrupted)]
+    assert metrics[0] == metrics[1]
+    weights = [state_dict(run_dir) for run_dir in (resumed, uninterrupted)]
+    assert weights[0].keys() == weights[1].keys()
+    assert all(torch.equal(weights[0][name], weights[1][name]) for name in weights[1])
+    assert (resumed / METRICS_FILE).read_text() == (uninterrupted / METRICS_FILE).read_text()
+    assert sorted(path.name for path in (resumed / "checkpoints").iterdir()) == sorted(
+        path.name for path in (uninterrupted / "checkpoints").iterdir())
+
+
+@pytest.mark.parametrize("overrides, every_steps, kill_at, resumed_at", [
+    (PARITY, 1, 5, 4),  # checkpoints at every step: the last one before the kill
+    (MQAR, 2, 6, 4),  # every 2 steps: step 4 (the kill at step 6 comes before that step's checkpoint)
+    (LM, 2, 5, 4),
+    (LISTOPS, 2, 6, 4),
+], ids=["formal_language", "mqar", "lm", "lra_listops"])
+def test_a_killed_run_resumes_and_ends_as_an_uninterrupted_run(tmp_path, monkeypatch, capsys, overrides, every_steps,
+                                                                kill_at, resumed_at):
+    run = planned([*overrides, f"+trainer.checkpoint_every_steps={every_steps}"])
+    assert execute_run(run, tmp_path / "uninterrupted").status == "done"
+    monkeypatch.setenv(FAIL_AFTER_STEPS_VARIABLE, str(kill_at))
+    killed = execute_run(run, tmp_path / "killed")
+    assert killed.status == "failed" and "failing on purpose" in killed.detail
+    run_dir = run_directory(run, tmp_path / "killed")
+    assert torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=False)["global_step"] == resumed_at
+    monkeypatch.delenv(FAIL_AFTER_STEPS_VARIABLE)
+    capsys.readouterr()
+    assert execute_run(run, tmp_path / "killed").status == "done"
+    output = capsys.readouterr().out  # output.log in a sweep's worker process (pytest captures sys.stdout here)
+    assert f"resuming {run_dir} from step {resumed_at} (last.ckpt)" in output
+    assert f"step {resumed_at}/8 " in output  # the progress line of the resumed attempt's start
+    assert_equal_runs(run_dir, run_directory(run, tmp_path / "uninterrupted"))
+
+
+@pytest.mark.slow  # two sweeps, each a worker process that imports torch and Lightning
+def test_the_sweep_reruns_a_killed_run_from_its_checkpoint(tmp_path, monkeypatch):
+    artifact = small_artifact(["xlstm_1_0"])
+    overrides = ["trainer.max_steps=6", "trainer.val_every_steps=2", "+trainer.checkpoint_every_steps=1",
+                 "trainer.num_threads=1"]
+    [run] = artifact.runs("smoke", overrides)
+    assert execute_run(run, tmp_path / "uninterrupted").status == "done"  # what a worker runs, in this process
+    monkeypatch.setenv(FAIL_AFTER_STEPS_VARIABLE, "4")  # the workers inherit the environment
+    assert run_sweep(artifact, "smoke", jobs=1, overrides=overrides, root=tmp_path / "killed") != 0
+    run_dir = run_directory(run, tmp_path / "killed")
+    assert (run_dir / ERROR_FILE).exists()
+    monkeypatch.delenv(FAIL_AFTER_STEPS_VARIABLE)
+    assert run_sweep(artifact, "smoke", jobs=1, overrides=overrides, root=tmp_path / "killed") == 0
+    assert f"resuming {run_dir} from step 3 (last.ckpt)" in (run_dir / OUTPUT_FILE).read_text()
+    assert_equal_runs(run_dir, run_directory(run, tmp_path / "uninterrupted"))
+
+
+class FailInValidation(Callback):
+    """A kill while the validation after step ``step`` runs (a periodic checkpoint of that step, written before
+    the validation, would make Lightning skip the validation when it resumes)."""
+
+    def __init__(self, steps: int):
+        self.steps = steps
+
+    def on_validation_start(self, trainer, *args):
+        if trainer.global_step == self.steps and trainer.state.fn == "fit":
+            raise RuntimeError("killed in the validation")
+
+
+def test_a_run_killed_in_a_validation_repeats_it(tmp_path, monkeypatch):
+    overrides = [*PARITY, "trainer.val_every_steps=2", "+trainer.checkpoint_every_steps=1"]
+    uninterrupted = run_training(compose_run_config(overrides), tmp_path / "uninterrupted")
+    monkeypatch.setattr(train, "FailAfterSteps", FailInValidation)
+    monkeypatch.setenv(FAIL_AFTER_STEPS_VARIABLE, "4")
+    with pytest.raises(RuntimeError, match="killed in the validation"):
+        run_training(compose_run_config(overrides), tmp_path / "killed")
+    monkeypatch.delenv(FAIL_AFTER_STEPS_VARIABLE)
+    resumed = run_training(compose_run_config(overrides), tmp_path / "killed")
+    assert torch.load(tmp_path / "killed" / "checkpoints" / "last.ckpt", weights_only=False)["global_step"] == 8
+    assert (tmp_path / "killed" / METRICS_FILE).read_text() == (tmp_path / "uninterrupted" / METRICS_FILE).read_text()
+    del uninterrupted["train/seconds"], resumed["train/seconds"]
+    assert resumed == uninterrupted
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not a checkpoint", "another config"])
+def test_a_damaged_last_checkpoint_is_reported_and_the_run_starts_fresh(tmp_path, monkeypatch, capsys, damage):
+    run = planned([*PARITY, "+trainer.checkpoint_every_steps=1"])
+    assert execute_run(run, tmp_path / "uninterrupted").status == "done"
+    monkeypatch.setenv(FAIL_AFTER_STEPS_VARIABLE, "5")
+    assert execute_run(run, tmp_path / "killed").status == "failed"
+    monkeypatch.delenv(FAIL_AFTER_STEPS_VARIABLE)
+    run_dir = run_directory(run, tmp_path / "killed")
+    last = run_dir / "checkpoints" / "last.ckpt"
+    if damage == "truncated":
+        last.write_bytes(last.read_bytes()[: last.stat().st_size // 2])
+    elif damage == "not a checkpoint":
+        last.write_bytes(json.dumps({"global_step": 4}).encode())
+    else:  # a checkpoint of the same model trained with another learning rate
+        other = planned([*PARITY, "optim.lr=1e-3", "+trainer.checkpoint_every_steps=1"])
+        assert execute_run(other, tmp_path / "other").status == "done"
+        last.write_bytes((run_directory(other, tmp_path / "other") / "checkpoints" / "last.ckpt").read_bytes())
+    capsys.readouterr()
+    assert execute_run(run, tmp_path / "killed").status == "done"
+    output = capsys.readouterr().out
+    [line] = [line for line in output.splitlines() if "resuming" in line]
+    reason = {"truncated": "cannot be read", "not a checkpoint": "cannot be read",
+              "another config": "was written by another run config"}[damage]
+    assert line.startswith(f"not resuming {run_dir}: {last} {reason}") and line.endswith("training from step 0")
+    assert "step 0/8 " in output.split(line)[1]
+    assert_equal_runs(run_dir, run_directory(run, tmp_path / "uninterrupted"))
+
+
+def test_training_batches_from_a_resumed_step_are_the_uninterrupted_runs():
+    """The loaders start at the batch of a restored step, computed, not drawn through: the batches from step k
+    equal those an uninterrupted loader yields from its k-th on (fixed sets: across an epoch boundary)."""
+    mqar = build_datamodule(compose_run_config(MQAR).task, 8).fixed_set(TRAIN_STREAM, 24)
+
+    def first(batches, count):
+        iterator = iter(batches)
+        return [next(iterator) for _ in range(count)]
+
+    for make in (lambda start: FixedSetBatches(mqar, 8, 0, TrainingPosition(start_step=start)),
+                 lambda start: FormalLanguageBatches(get_task("parity"), 4, 40, 0, TrainingPosition(start_step=start))):
+        uninterrupted = first(make(0), 9)
+        for start in (1, 3, 5):
+            resumed = first(make(start), 9 - start)
+            assert all(torch.equal(a, b) for batch, other in zip(resumed, uninterrupted[start:])
+                       for a, b in zip(batch, other))
+
+
+def test_a_checkpoint_write_that_dies_midway_leaves_the_previous_one(tmp_path, monkeypatch):
+    path = tmp_path / "checkpoints" / "last.ckpt"
+    AtomicCheckpointIO().save_checkpoint({"global_step": 3}, path)
+
+    def dies_midway(checkpoint, handle):
+        handle.write(b"PK\x03\x04 the first bytes of a zip archive")
+        raise KeyboardInterrupt  # as a signal arrives
+
+    monkeypatch.setattr(torch, "save", dies_midway)
+    with pytest.raises(KeyboardInterrupt):
+        AtomicCheckpointIO().save_checkpoint({"global_step": 4}, path)
+    monkeypatch.undo()
+    assert [file.name for file in path.parent.iterdir()] == ["last.ckpt"]
+    assert torch.load(path, weights_only=True) == {"global_step": 3}
