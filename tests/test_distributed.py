@@ -332,6 +332,11 @@ def test_lightning_runs_under_slurm_with_requeue_on_the_jobs_signal(monkeypatch)
     import lightning as L
     from lightning.pytorch.plugins.environments import SLURMEnvironment
 
+    from lightning.pytorch.utilities.rank_zero import rank_zero_only
+    from lightning_utilities.core.rank_zero import rank_zero_only as utilities_rank_zero_only
+
+    for rank in (rank_zero_only, utilities_rank_zero_only):  # the Trainer sets the process's rank, 3 here
+        monkeypatch.setattr(rank, "rank", rank.rank)
     for name, value in {"SLURM_NTASKS": "4", "SLURM_NTASKS_PER_NODE": "2", "SLURM_JOB_NAME": "hydra_worker",
                         "SLURM_NODELIST": "node[1-2]", "SLURM_PROCID": "3", "SLURM_LOCALID": "1", "SLURM_NODEID": "1",
                         "SLURM_JOB_ID": "7"}.items():
