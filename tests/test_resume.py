@@ -15,9 +15,9 @@ from experiments.sweeps.run_execution import execute_run
 from experiments.sweeps.run_store import ERROR_FILE, METRICS_FILE, OUTPUT_FILE, finished_result, run_directory
 from experiments.sweeps.sweep import run_sweep
 from experiments.training import train
-from experiments.training.checkpoints import AtomicCheckpointIO
+from experiments.training.checkpoints import AtomicCheckpointIO, resume_point, resumed_config_yaml
 from experiments.training.data import build_datamodule
-from experiments.training.train import FAIL_AFTER_STEPS_VARIABLE, run_training
+from experiments.training.train import FAIL_AFTER_STEPS_VARIABLE, build_module, run_training
 from tasks.fixed_sets import TRAIN_STREAM
 from tasks.fixed_sets import TrainingBatches as FixedSetBatches
 from tasks.formal_languages.data import TrainingBatches as FormalLanguageBatches
@@ -194,3 +194,24 @@ def test_a_checkpoint_write_that_dies_midway_leaves_the_previous_one(tmp_path, m
     monkeypatch.undo()
     assert [file.name for file in path.parent.iterdir()] == ["last.ckpt"]
     assert torch.load(path, weights_only=True) == {"global_step": 3}
+
+
+def test_a_requeued_run_resumes_from_lightnings_slurm_checkpoint_when_it_is_newer(tmp_path, monkeypatch, capsys):
+    """At SLURM's signal before the time limit Lightning saves hpc_ckpt_<n>.ckpt into the run directory and requeues
+    the job: the next attempt resumes from whichever of it and last.ckpt has taken more steps."""
+    run = planned([*PARITY, "+trainer.checkpoint_every_steps=2"])
+    monkeypatch.setenv(FAIL_AFTER_STEPS_VARIABLE, "5")
+    assert execute_run(run, tmp_path / "killed").status == "failed"
+    monkeypatch.delenv(FAIL_AFTER_STEPS_VARIABLE)
+    run_dir = run_directory(run, tmp_path / "killed")
+    last = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=False)
+    assert last["global_step"] == 4
+    (run_dir / "hpc_ckpt_1.ckpt").write_bytes(b"not a checkpoint")  # an older requeue's file, damaged
+    torch.save(dict(last, global_step=5), run_dir / "hpc_ckpt_2.ckpt")  # as if saved one step later, at the signal
+    config = run.config
+    module = build_module(config, build_datamodule(config.task, config.trainer.batch_size).spec)
+    found = resume_point(run_dir, resumed_config_yaml(config), module)
+    assert (found.checkpoint.name, found.step) == ("hpc_ckpt_2.ckpt", 5)
+    output = capsys.readouterr().out
+    assert f"{run_dir / 'hpc_ckpt_1.ckpt'} cannot be read" in output and "resuming from another checkpoint" in output
+    assert f"resuming {run_dir} from step 5 (hpc_ckpt_2.ckpt)" in output

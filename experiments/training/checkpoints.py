@@ -21,6 +21,7 @@ from experiments.atomic import write_atomic
 from experiments.config.configuration import config_yaml
 
 LAST = "last.ckpt"
+HPC_CHECKPOINTS = "hpc_ckpt_*.ckpt"  # Lightning's checkpoints at a SLURM requeue signal, in the run directory
 RUN_CONFIG_KEY = "run_config"  # the checkpoint entry of RunConfigInCheckpoint
 
 
@@ -87,21 +88,33 @@ class ResumePoint(NamedTuple):
 
 
 def resume_point(run_dir: Path, config_yaml: str, module: torch.nn.Module) -> ResumePoint | None:
-    """``last.ckpt`` of an earlier attempt of this run (same config, same model), to resume from; None for a fresh
-    start, with the earlier attempt's checkpoints removed. Either is reported in one line of the run's output."""
+    """The checkpoint of an earlier attempt of this run (same config, same model) with the most steps, to resume
+    from: ``last.ckpt``, or a ``hpc_ckpt_<n>.ckpt`` that Lightning wrote into the run directory when SLURM signalled
+    the job before its time limit and requeued it (it may be newer than last.ckpt). None for a fresh start, with
+    the earlier attempt's checkpoints removed. Each checkpoint left out, and the choice, is one line of the run's
+    output."""
     checkpoints = run_dir / "checkpoints"
-    last = checkpoints / LAST
-    if not last.exists():
+    candidates = [path for path in [checkpoints / LAST, *sorted(run_dir.glob(HPC_CHECKPOINTS))] if path.exists()]
+    usable, problems = [], []
+    for path in candidates:
+        checkpoint, problem = _read(path, config_yaml, module)
+        if problem:
+            problems.append(f"{path} {problem}")
+        else:
+            usable.append((checkpoint["global_step"], path, checkpoint))
+    if problems:
+        outcome = "training from step 0" if not usable else "resuming from another checkpoint"
+        print(f"not resuming {run_dir}: {'; '.join(problems)}; {outcome}", flush=True)
+    if not usable:
         shutil.rmtree(checkpoints, ignore_errors=True)  # a killed attempt may have written its best checkpoint only
+        for path in run_dir.glob(HPC_CHECKPOINTS):
+            path.unlink(missing_ok=True)
         return None
-    checkpoint, problem = _read(last, config_yaml, module)
-    if problem:
-        print(f"not resuming {run_dir}: {last} {problem}; training from step 0", flush=True)
-        shutil.rmtree(checkpoints, ignore_errors=True)
-        return None
-    _remove_all_but(checkpoints, {LAST} | _best_checkpoint_names(checkpoint))
-    print(f"resuming {run_dir} from step {checkpoint['global_step']} ({LAST})", flush=True)
-    return ResumePoint(last, checkpoint["global_step"])
+    step, path, checkpoint = max(usable, key=lambda found: found[0])
+    if checkpoints.exists():
+        _remove_all_but(checkpoints, {LAST} | _best_checkpoint_names(checkpoint))
+    print(f"resuming {run_dir} from step {step} ({path.name})", flush=True)
+    return ResumePoint(path, step)
 
 
 def _read(last: Path, config_yaml: str, module: torch.nn.Module) -> tuple[dict | None, str | None]:
