@@ -97,6 +97,16 @@ def test_large_eps_and_floored_normaliser():
                  values_and_gradients(reference, inputs, state, **options), 1e-9)
 
 
+def test_blocks_of_chunks_give_the_one_block_result(monkeypatch):
+    """Workspaces of 3 chunks: 20 chunks (B 2, 2 heads, 5 chunks each) run in blocks that cross heads, the last
+    ragged; values and gradients stay those of the reference."""
+    monkeypatch.setattr(chunkwise_fast, "BLOCK_ELEMENTS", 3 * 8 * 8)
+    assert chunkwise_fast.block_size(8, DH) == 3
+    inputs, state = make_inputs(37, seed=5, with_state=True)
+    assert_agree(values_and_gradients(fast, inputs, state, chunk_size=8),
+                 values_and_gradients(reference, inputs, state, chunk_size=8), 1e-9)
+
+
 def as_float32(inputs, state):
     """Float32 copies of the leaves (and the start state), requiring grad as the originals do."""
     inputs32 = [x.detach().float().requires_grad_() for x in inputs]
