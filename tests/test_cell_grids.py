@@ -77,6 +77,26 @@ def test_a_scale_replaces_cell_grids_by_key_and_the_exclusions_as_a_whole(tmp_pa
     assert {cell["model"] for cell in artifact.cells("paper")} == {"xlstm_1_0"}
 
 
+def test_a_cell_grid_given_as_a_list_adds_those_cells_only(tmp_path):
+    """Values that go together (a model size with the learning rate the paper gives it) as a list of cells."""
+    path = tmp_path / "sizes.yaml"
+    path.write_text(textwrap.dedent("""\
+        artifact: sizes
+        grid:
+          model: [llama, xlstm_1_0]
+        cell_grids:
+          model:
+            llama: [{model.embedding_dim: 16, optim.lr: 3.0e-3}, {model.embedding_dim: 32, optim.lr: 1.5e-3}]
+            xlstm_1_0: [{model.embedding_dim: 16, optim.lr: 3.0e-3}]
+        overrides: [task=mqar, model.num_blocks=2, trainer.max_steps=10]
+        """))
+    artifact = artifact_from_yaml(path)
+    settings = [(cell["model"], cell["model.embedding_dim"], cell["optim.lr"]) for cell in artifact.cells("smoke")]
+    assert settings == [("llama", 16, 3.0e-3), ("llama", 32, 1.5e-3), ("xlstm_1_0", 16, 3.0e-3)]
+    runs = artifact.runs("smoke")
+    assert [(run.config.model.name, run.config.model.embedding_dim, run.config.optim.lr) for run in runs] == settings
+
+
 @pytest.mark.parametrize("extra, message", [
     ("scales: {smoke: {grid: {task.context_length: [32]}}}",
      "cell_grids.task.context_length has no grid for task.context_length=32 (at scale 'smoke'); it has grids for "
@@ -87,6 +107,12 @@ def test_a_scale_replaces_cell_grids_by_key_and_the_exclusions_as_a_whole(tmp_pa
      "cell_grids.task.context_length.64: 'model' is already a key of the cell"),
     ("scales: {mini: {cell_grids: {task.context_length: {64: {task.num_kv_pairs: 4}, 128: {}, 256: {}}}}}",
      "cell_grids.task.context_length.64.task.num_kv_pairs must be a non-empty list of values, got 4"),
+    ("scales: {mini: {cell_grids: {model: {llama: [], xlstm_1_0: []}}}}",
+     "cell_grids.model.llama must be a non-empty list of cells (key -> value), got []"),
+    ("scales: {mini: {cell_grids: {model: {llama: [{optim.lr: 1}, {optim.eps: 1}], xlstm_1_0: {}}}}}",
+     "cell_grids.model.llama: every cell of the list must have the same keys"),
+    ("scales: {mini: {cell_grids: {model: {llama: [{seed: 1}], xlstm_1_0: {}}}}}",
+     "cell_grids.model.llama: 'seed' is already a key of the cell"),
     ("exclude: [{model: lama}]", "exclude[0]: no cell has model=lama (at scale 'smoke'); its values: ['llama', 'xlstm_1_0']"),
     ("exclude: [{optim.lrr: 1}]", "exclude[0]: 'optim.lrr' is not a cell key (at scale 'smoke')"),
     ("exclude: [llama]", "exclude[0] must map cell keys to a value or a list of values, got 'llama'"),

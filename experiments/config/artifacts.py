@@ -1,5 +1,6 @@
 """Paper artifacts (configs/paper/<name>.yaml): their grids, expanded per scale into planned runs."""
 
+import dataclasses
 import hashlib
 import itertools
 import os
@@ -21,7 +22,7 @@ SCALES = ("smoke", "mini", "paper")
 ARTIFACT_KEYS = ("artifact", "title", "evaluates", "grid", "cell_grids", "exclude", "overrides", "cell_overrides",
                  "selection", "report", "paper", "scales")
 # A scale's settings; ``reading``: what its results show and what they cannot, printed on its report page
-SCALE_KEYS = ("evaluates", "grid", "cell_grids", "exclude", "overrides", "cell_overrides", "reading")
+SCALE_KEYS = ("evaluates", "grid", "cell_grids", "exclude", "overrides", "cell_overrides", "reading", "report")
 EVALUATES_KEYS = ("artifact", "where", "checkpoint")
 CHECKPOINTS = ("best", "last")
 MODEL_NOT_REGISTERED = "not in the model registry yet (the baseline zoo issue adds it)"
@@ -78,6 +79,11 @@ class Artifact:
         """The typed report section: its kind and how it places the cells (experiments.config.report_layouts)."""
         return report_layout(self.report)
 
+    def at_scale(self, scale: str) -> "Artifact":
+        """The artifact with the report keys the scale's ``report`` replaces (e.g. stand-in cells of a smoke scale)."""
+        check_scale(scale)
+        return dataclasses.replace(self, report=self.report | (self.scales.get(scale, {}).get("report") or {}))
+
     def grid_of(self, scale: str) -> dict[str, list]:
         """The base grid with the keys the scale's grid replaces (new keys go last)."""
         check_scale(scale)
@@ -117,10 +123,9 @@ class Artifact:
                 if value not in entries:
                     raise ValueError(f"cell_grids.{key} has no grid for {key}={value} (at scale {scale!r}); it has "
                                      f"grids for {sorted(entries)}")
-                subgrid = table[entries[value]] or {}
-                check_subgrid(f"cell_grids.{key}.{value}", subgrid, cell)
-                expanded += [cell | dict(zip(subgrid, values)) for values in itertools.product(*subgrid.values())]
-                known += [name for name in subgrid if name not in known]
+                subcells = subgrid_cells(f"cell_grids.{key}.{value}", {} if table[entries[value]] is None else table[entries[value]], cell)
+                expanded += [cell | subcell for subcell in subcells]
+                known += [name for subcell in subcells for name in subcell if name not in known]
             cells = expanded
         rules = self.exclude_of(scale)
         for index, rule in enumerate(rules):
@@ -243,10 +248,11 @@ def artifact_from_yaml(path: Path) -> Artifact:
         if unknown:
             raise ValueError(f"{path}: scales.{scale}: unknown keys {unknown}; valid keys: {list(SCALE_KEYS)}")
     if content.get("report"):
-        try:
-            report_layout(content["report"])
-        except ValueError as error:
-            raise ValueError(f"{path}: {error}") from None
+        for scale in SCALES:
+            try:
+                report_layout(content["report"] | ((content.get("scales") or {}).get(scale) or {}).get("report", {}))
+            except ValueError as error:
+                raise ValueError(f"{path}: {error} (at scale {scale!r})") from None
     artifact = Artifact(
         name=content["artifact"],
         title=content.get("title", content["artifact"]),
@@ -297,14 +303,29 @@ def evaluates_problem(evaluates: Any, base: bool) -> str | None:
     return None
 
 
-def check_subgrid(where: str, subgrid: Any, cell: dict[str, Any]) -> None:
+def subgrid_cells(where: str, subgrid: Any, cell: dict[str, Any]) -> list[dict[str, Any]]:
+    """What a cell grid adds to ``cell``: the product of a mapping of keys to lists of values, or each of a list of
+    cells (values that go together, e.g. a model size with its learning rate). ValueError naming a bad entry."""
+    if isinstance(subgrid, list):
+        if not subgrid or not all(isinstance(entry, dict) and entry for entry in subgrid):
+            raise ValueError(f"{where} must be a non-empty list of cells (key -> value), got {subgrid!r}")
+        if len({tuple(entry) for entry in subgrid}) != 1:
+            raise ValueError(f"{where}: every cell of the list must have the same keys, got {subgrid!r}")
+        check_new_keys(where, subgrid[0], cell)
+        return [dict(entry) for entry in subgrid]
     if not isinstance(subgrid, dict):
-        raise ValueError(f"{where} must map keys to lists of values, got {subgrid!r}")
+        raise ValueError(f"{where} must map keys to lists of values or be a list of cells, got {subgrid!r}")
+    check_new_keys(where, subgrid, cell)
     for name, values in subgrid.items():
-        if name in cell:
-            raise ValueError(f"{where}: {name!r} is already a key of the cell {cell}; a cell grid adds new keys only")
         if not isinstance(values, list) or not values:
             raise ValueError(f"{where}.{name} must be a non-empty list of values, got {values!r}")
+    return [dict(zip(subgrid, values)) for values in itertools.product(*subgrid.values())]
+
+
+def check_new_keys(where: str, keys: dict[str, Any], cell: dict[str, Any]) -> None:
+    for name in keys:
+        if name in cell:
+            raise ValueError(f"{where}: {name!r} is already a key of the cell {cell}; a cell grid adds new keys only")
 
 
 def check_exclusion(where: str, rule: Any, cells: list[dict[str, Any]], known: list[str], scale: str) -> None:

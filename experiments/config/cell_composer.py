@@ -16,13 +16,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from experiments.config import compose_cache
 from experiments.config.configuration import CONFIG_GROUPS, compose_unresolved, resolve_run_config
+from experiments.config.size_presets import SIZE_KEY
 
 
 class CellComposer:
     """``composer(overrides)`` -> the resolved run config, as ``configuration.compose_run_config(overrides)``."""
 
     def __init__(self, value_keys: list[str]):
-        self.value_keys = [key for key in value_keys if key not in CONFIG_GROUPS]
+        self.value_keys = [key for key in value_keys if key not in CONFIG_GROUPS and key != SIZE_KEY]  # sets dims
         self._parser = OverridesParser.create()
         self._parsed: dict[str, Override] = {}  # override text -> parsed (grids repeat most overrides)
         self._structures: dict[tuple[str, ...], DictConfig | None] = {}  # None: compose each cell on its own

@@ -2,10 +2,10 @@
 in seconds rather than composing hundreds of configs again.
 
 An entry is keyed by the overrides and a fingerprint of everything a compose reads: every file of the Hydra tree
-(configs/, and the $XLSTM_SUITE_CONFIGS folders) and the Hydra and OmegaConf versions. Editing any config file, or
-upgrading either library, starts a fresh key, so an entry is never stale. Folder: $XLSTM_SUITE_COMPOSE_CACHE,
-else $XDG_CACHE_HOME/xlstm-suite/compose (default ~/.cache/...); XLSTM_SUITE_COMPOSE_CACHE=off switches the cache
-off.
+(configs/, and the $XLSTM_SUITE_CONFIGS folders), the size presets `model.size` sets and the Hydra and OmegaConf
+versions. Editing any config file or preset, or upgrading either library, starts a fresh key, so an entry is never
+stale. Folder: $XLSTM_SUITE_COMPOSE_CACHE, else $XDG_CACHE_HOME/xlstm-suite/compose (default ~/.cache/...);
+XLSTM_SUITE_COMPOSE_CACHE=off switches the cache off.
 """
 
 import functools
@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from experiments.atomic import write_text_atomic
 from experiments.config.configuration import CONFIGS, extra_config_folders
+from models.catalog import language_model_sizes
 
 CACHE_VARIABLE = "XLSTM_SUITE_COMPOSE_CACHE"
 
@@ -36,8 +37,10 @@ def cache_folder() -> Path | None:
 
 @functools.cache
 def tree_fingerprint(extra_folders: tuple[Path, ...] = ()) -> str:
-    """configs/ and the $XLSTM_SUITE_CONFIGS folders (configuration.extra_config_folders), with the versions."""
+    """configs/ and the $XLSTM_SUITE_CONFIGS folders (configuration.extra_config_folders), with the versions and
+    the size presets that ``model.size`` sets (experiments.config.size_presets)."""
     digest = hashlib.sha256(f"hydra {hydra.__version__} omegaconf {omegaconf.__version__}".encode())
+    digest.update(json.dumps(language_model_sizes(), sort_keys=True).encode())
     for folder in (CONFIGS, *extra_folders):
         if folder != CONFIGS:
             digest.update(b"extra folder\0" + str(folder).encode() + b"\0")

@@ -11,6 +11,7 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from experiments.config.size_presets import apply_size_preset
 from experiments.paths import REPOSITORY_ROOT
 
 CONFIGS = REPOSITORY_ROOT / "configs"
@@ -44,12 +45,16 @@ def task_config(name: str) -> dict:
 
 
 def resolve_run_config(config: DictConfig, overrides: list[str]) -> DictConfig:
-    """``config`` (composed from ``overrides``) with its interpolations resolved, in place."""
+    """``config`` (composed from ``overrides``) with its interpolations resolved and its ``model.size`` preset set
+    (experiments.config.size_presets), in place."""
     try:
         OmegaConf.resolve(config)
     except OmegaConfBaseException as error:
         raise ConfigError(f"bad override in {list(overrides)}: {error}") from None
-    return config
+    try:
+        return apply_size_preset(config, overrides)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 def compose_unresolved(overrides: list[str]) -> DictConfig:

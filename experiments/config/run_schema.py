@@ -45,6 +45,9 @@ class ModelSection:
     # the decoder's weight is the token embedding (zoology's language models tie them; the paper's associative-recall
     # "Mamba" vs "Mamba (noWT)"); the model configs leave it out (false), so their run ids stay as they were
     tie_embeddings: bool = False
+    # a language model's size preset of Table spaj_peaklr ("350m"), which sets embedding_dim, num_blocks and the
+    # preset's options when the config is composed (experiments.config.size_presets); absent from the model configs
+    size: str | None = None
 
 
 @dataclass

@@ -93,7 +93,7 @@ def finished_cells(csv_path: Path) -> int | None:
 
 def write_report(name: str, scale: str, root: Path, destination: Path, extra_overrides: Sequence[str] = (),
                  force: bool = False) -> ReportOutcome:
-    artifact = load_artifact(name)
+    artifact = load_artifact(name).at_scale(scale)
     planned = artifact.runs(scale, extra_overrides)
     stem = destination / scale / report_stem(name, extra_overrides)
     cell_keys = artifact.cell_keys(scale)
