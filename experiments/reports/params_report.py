@@ -102,6 +102,9 @@ def peak_lr_markdown(table: pd.DataFrame) -> str:
              "The paper's dims, counts (M) and peak learning rates (15B- and 300B-token runs) beside our presets' "
              "(built on the meta device; GPT-2 vocabulary padded to 50304). The paper's \"xLSTM\" rows are "
              "xLSTM[1:0]. Where a dim differs, see the open points of params.md.", "",
+             "The scaling runs carry these rates, each size as its preset (`model.size`): "
+             "configs/paper/temp_sclaw15B.yaml (column peak_lr_15b; xLSTM[7:1] takes the xLSTM rows' rates) and "
+             "configs/paper/temp_sclaw300B.yaml (peak_lr_300b); tests/test_scaling_configs.py checks every pair.", "",
              table.astype(object).where(table.notna(), None).to_markdown(index=False, floatfmt="g", missingval="")]
     return "\n".join(lines) + "\n"
 
