@@ -1,11 +1,14 @@
 """Every committed report regenerates from a clone: the run store is not committed, the per-run results beside each
 report are, and `xlstm-suite report` reads them for runs the store lacks."""
 
+import re
+import shlex
 import sys
 
 import pytest
 
-from experiments.config.artifacts import SCALES
+from experiments.config.artifacts import SCALES, known_artifacts
+from experiments.reports.report import report_stem
 from tests.repository_copy import REPOSITORY_ROOT, copy_repository, run_in
 
 REPORTS = REPOSITORY_ROOT / "results" / "reports"
@@ -15,6 +18,20 @@ COMMITTED = sorted(path for folder in SCALE_FOLDERS for path in folder.glob("*.r
 
 def scale_and_artifact(runs_csv):
     return runs_csv.parent.name, runs_csv.name.removesuffix(".runs.csv")
+
+
+def report_arguments(runs_csv) -> str:
+    """The artifact and overrides that wrote the report: an ablation's page (``<artifact>-<hash>``) names its
+    overrides, and the hash must be theirs."""
+    stem = runs_csv.name.removesuffix(".runs.csv")
+    if stem in known_artifacts():
+        return stem
+    artifact = stem.rsplit("-", 1)[0]
+    quoted = re.search(r"^Runs with the overrides `([^`]*)`\.$", (runs_csv.parent / f"{stem}.md").read_text(), re.M)
+    assert quoted, f"{stem}.md names no overrides"
+    overrides = quoted.group(1).split(" ")
+    assert report_stem(artifact, overrides) == stem
+    return " ".join([artifact, *(shlex.quote(override) for override in overrides)])
 
 
 def test_committed_reports_carry_their_per_run_results():
@@ -27,7 +44,7 @@ def test_a_committed_report_regenerates_exactly_in_a_clone(runs_csv, tmp_path):
     scale, artifact = scale_and_artifact(runs_csv)
     copy = copy_repository(tmp_path)
     assert not (copy / "results" / "runs").exists()
-    finished = run_in(copy, f"{sys.executable} -m experiments.cli report {artifact} --scale {scale}")
+    finished = run_in(copy, f"{sys.executable} -m experiments.cli report {report_arguments(runs_csv)} --scale {scale}")
     assert finished.returncode == 0, finished.output
     for suffix in (".md", ".csv", ".runs.csv"):
         name = f"{artifact}{suffix}"
