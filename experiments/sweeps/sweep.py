@@ -118,7 +118,8 @@ def wait_for_claims(claimed: list[PlannedRun], root: Path, stale_after_seconds: 
     """Wait while other workers hold these runs; return those whose claim is released or stale (its holder died, or
     its heartbeat stopped), to be run or skipped as the store then says. A live holder's heartbeat keeps us waiting."""
     poll_seconds = min(5.0, stale_after_seconds / 5)
-    holders = ", ".join(sorted({skipped_outcome(run_directory(run, root)).detail for run in claimed}))
+    details = {skipped_outcome(run_directory(run, root)).detail for run in claimed}
+    holders = ", ".join(sorted(detail for detail in details if detail))  # a claim released meanwhile has none
     console.print(f"waiting for {len(claimed)} runs that other workers hold ({holders}); Ctrl-C stops waiting, "
                   "the runs stay theirs", soft_wrap=True)
     while True:
