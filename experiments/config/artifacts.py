@@ -123,7 +123,7 @@ class Artifact:
                 if value not in entries:
                     raise ValueError(f"cell_grids.{key} has no grid for {key}={value} (at scale {scale!r}); it has "
                                      f"grids for {sorted(entries)}")
-                subcells = subgrid_cells(f"cell_grids.{key}.{value}", {} if table[entries[value]] is None else table[entries[value]], cell)
+                subcells = subgrid_cells(f"cell_grids.{key}.{value}", table[entries[value]], cell)
                 expanded += [cell | subcell for subcell in subcells]
                 known += [name for subcell in subcells for name in subcell if name not in known]
             cells = expanded
@@ -305,7 +305,10 @@ def evaluates_problem(evaluates: Any, base: bool) -> str | None:
 
 def subgrid_cells(where: str, subgrid: Any, cell: dict[str, Any]) -> list[dict[str, Any]]:
     """What a cell grid adds to ``cell``: the product of a mapping of keys to lists of values, or each of a list of
-    cells (values that go together, e.g. a model size with its learning rate). ValueError naming a bad entry."""
+    cells (values that go together, e.g. a model size with its learning rate); nothing for an empty entry.
+    ValueError naming a bad entry."""
+    if subgrid is None:
+        return [{}]
     if isinstance(subgrid, list):
         if not subgrid or not all(isinstance(entry, dict) and entry for entry in subgrid):
             raise ValueError(f"{where} must be a non-empty list of cells (key -> value), got {subgrid!r}")
