@@ -64,6 +64,7 @@ def test_listops_defaults_are_the_release_recipe():
                                           "name='lra_image_rgb'"),
     ("lra_image_rgb", "task.val_fraction=0", "task.val_fraction=0 must be > 0"),
     ("lra_pathfinder", "task.max_paddles=9", "task.max_paddles=9 must be <= 8"),
+    ("lra_pathfinder", "+task.image_side=20", "task.max_paddles=6 must be <= 4 at image_side=20"),
     ("lra_pathfinder", "task.difficulty=hard", "task.difficulty='hard' is not valid; valid choices: ['curv_baseline'"),
 ])
 def test_bad_values_are_named_by_the_torch_free_validation(task, change, message):
@@ -108,6 +109,14 @@ def test_generated_listops_splits_stay_disjoint_where_the_recipe_repeats_trees_o
     assert all(len(samples[TEST_STREAM] & samples[stream]) == 0 for stream in (TRAIN_STREAM, VALIDATION_STREAM))
     assert not samples[TRAIN_STREAM] & samples[VALIDATION_STREAM]
     assert bytes([1]) in samples[TEST_STREAM]  # the digit 0 alone: the split drawn first takes the likely trees
+
+
+def test_smaller_generated_pathfinder_images_are_shorter_sequences():
+    module = PathfinderDataModule(pathfinder_config(image_side=20, min_paddles=2, max_paddles=3), batch_size=4)
+    inputs, _ = module.stream_set(VALIDATION_STREAM).examples(np.arange(2))
+    assert inputs.shape == (2, 400, 1) and module.spec.fixed_length == 400
+    release = pathfinder_config(source="data/lra_release/pathfinder32", image_side=24)
+    assert "image_side=24 applies to generated images only" in release.problems()[0]
 
 
 def test_pathfinder_inputs_are_centred_pixels_in_row_major_order():

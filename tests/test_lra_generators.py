@@ -107,6 +107,13 @@ def test_every_pathfinder_label_is_what_a_flood_fill_of_the_image_finds_and_labe
     assert np.mean(np.array(drawn) > pathfinder_generator.PATHS) > 0.9  # dashed: the gaps split the drawn pixels
 
 
+def test_smaller_pathfinder_images_keep_their_labels_and_the_release_side_is_the_default():
+    images, labels = pathfinder_generator.generate(100, np.random.default_rng(8), min_paddles=2, max_paddles=3, side=20)
+    assert images.shape == (100, 20, 20)
+    assert [connected(image) for image in images] == labels.astype(bool).tolist()
+    assert pathfinder_generator.generate(1, np.random.default_rng(8))[0].shape == (1, 32, 32)
+
+
 def test_pathfinder_is_the_same_for_a_seed_and_other_for_another():
     first, again, other = (pathfinder_generator.generate(20, np.random.default_rng(seed)) for seed in (6, 6, 7))
     assert (first[0] == again[0]).all() and (first[1] == again[1]).all() and (first[0] != other[0]).any()
@@ -116,6 +123,8 @@ def test_pathfinder_is_the_same_for_a_seed_and_other_for_another():
     ({"min_paddles": 5, "max_paddles": 4}, "min_paddles=5 must be <= max_paddles=4"),
     ({"max_paddles": 9}, "max_paddles=9 must be <= 8"),
     ({"max_turn_degrees": 120.0}, r"max_turn_degrees=120.0 must be in \[0, 90\]"),
+    ({"side": 12}, "image_side=12 must be >= 16"),
+    ({"side": 20, "max_paddles": 5}, "max_paddles=5 must be <= 4 at image_side=20"),
 ])
 def test_the_pathfinder_generator_rejects_bad_values_before_drawing(change, message):
     with pytest.raises(ValueError, match=message):

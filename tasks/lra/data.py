@@ -73,7 +73,7 @@ def listops_set(config, stream: int) -> TokenSequenceSet:
 
 def pathfinder_generated_set(config, stream: int, samples: int) -> PixelSequenceSet:
     recipe = {"min_paddles": config.min_paddles, "max_paddles": config.max_paddles,
-              "max_turn_degrees": config.max_turn_degrees}
+              "max_turn_degrees": config.max_turn_degrees, "side": config.image_side}
 
     def draw() -> dict[str, np.ndarray]:
         images, labels = pathfinder_generator.generate(samples, np.random.default_rng([config.data_seed, stream]),
@@ -122,7 +122,8 @@ class ImageDataModule(FixedSetsDataModule):
 
 
 class PathfinderDataModule(FixedSetsDataModule):
-    """Batches: inputs (B, 1024, 1) float32 pixels centred to [-1, 1], row-major; targets (B, 1024) the label."""
+    """Batches: inputs (B, side^2, 1) float32 pixels centred to [-1, 1], row-major (side 32 but for smaller
+    generated images); targets (B, side^2) the label."""
 
     def stream_set(self, stream: int) -> FixedSet:
         if self.config.source == GENERATED:

@@ -1,6 +1,7 @@
 """Pathfinder images drawn here (after Linsley et al. 2018, whose 32x32 images the LRA release holds; the recipe and
-its numbers below are this generator's own, not the release's): 32x32 grey images with three paths made of paddles,
-two marked end points, label 1 when one path joins the two marks.
+its numbers below are this generator's own, not the release's): grey images of ``side`` x ``side`` pixels (the
+release's 32 by default; smaller ones for short CPU runs) with three paths made of paddles, two marked end points,
+label 1 when one path joins the two marks.
 
 A path is ``paddles`` paddles (uniform in [min_paddles, max_paddles]) of PADDLE_LENGTH pixels with a gap of
 GAP_LENGTH pixel between consecutive paddles: a walk of unit steps from a uniform start in a uniform direction that
@@ -31,9 +32,8 @@ import math
 
 import numpy as np
 
-from tasks.lra.pathfinder_config import generation_problems
+from tasks.lra.pathfinder_config import RELEASE_SIDE, generation_problems
 
-SIDE = 32
 PADDLE_LENGTH, GAP_LENGTH = 3, 1
 SEPARATION = 4  # Chebyshev distance between pixels of different paths
 PATH_INTENSITY, MARK_INTENSITY = 160, 255
@@ -42,11 +42,11 @@ CANDIDATES = 32  # candidate paths drawn at once
 CANDIDATE_ROUNDS = 8  # rounds of candidates per path before the image is drawn again
 
 
-def candidate_paths(rng: np.random.Generator, paddles: int, max_turn: float) -> np.ndarray:
+def candidate_paths(rng: np.random.Generator, side: int, paddles: int, max_turn: float) -> np.ndarray:
     """(CANDIDATES, P, 2) int64 pixel (row, column) of each drawn step of CANDIDATES paths, P = paddles * 3."""
     period = PADDLE_LENGTH + GAP_LENGTH
     steps = paddles * period - GAP_LENGTH  # the last paddle has no gap after it
-    starts = rng.uniform(1, SIDE - 2, size=(CANDIDATES, 1, 2))  # (K, 1, 2)
+    starts = rng.uniform(1, side - 2, size=(CANDIDATES, 1, 2))  # (K, 1, 2)
     turns = rng.uniform(-max_turn, max_turn, size=(CANDIDATES, paddles))  # (K, paddles)
     turns[:, 0] = rng.uniform(0, 2 * math.pi, size=CANDIDATES)  # the first paddle's direction
     directions = np.repeat(np.cumsum(turns, axis=1), period, axis=1)[:, :steps - 1]  # (K, steps - 1)
@@ -63,15 +63,16 @@ def square_around(pixel: np.ndarray) -> np.ndarray:
 
 
 def place_path(rng: np.random.Generator, forbidden: np.ndarray, paddles: int, max_turn: float) -> np.ndarray | None:
-    """(P, 2) pixels of a path that keeps one pixel inside the border and off ``forbidden`` (its end squares too),
-    or None if no candidate fits."""
+    """(P, 2) pixels of a path that keeps one pixel inside the border of ``forbidden`` (side, side) and off its
+    True pixels (the path's end squares too), or None if no candidate fits."""
+    side = len(forbidden)
     for _ in range(CANDIDATE_ROUNDS):
-        paths = candidate_paths(rng, paddles, max_turn)  # (K, P, 2)
+        paths = candidate_paths(rng, side, paddles, max_turn)  # (K, P, 2)
         ends = square_around(paths[:, [0, -1]]).reshape(CANDIDATES, 18, 2)  # (K, 18, 2)
         footprint = np.concatenate([paths, ends], axis=1)  # (K, P + 18, 2)
-        inside = ((footprint >= 0) & (footprint < SIDE)).all(axis=(1, 2)) & (
-            (paths >= 1) & (paths < SIDE - 1)).all(axis=(1, 2))  # (K,)
-        clipped = np.clip(footprint, 0, SIDE - 1)
+        inside = ((footprint >= 0) & (footprint < side)).all(axis=(1, 2)) & (
+            (paths >= 1) & (paths < side - 1)).all(axis=(1, 2))  # (K,)
+        clipped = np.clip(footprint, 0, side - 1)
         free = ~forbidden[clipped[..., 0], clipped[..., 1]].any(axis=1)  # (K,)
         fitting = np.flatnonzero(inside & free)
         if fitting.size:
@@ -86,12 +87,12 @@ def keep_away(forbidden: np.ndarray, pixels: np.ndarray) -> None:
         forbidden[max(row - reach, 0):row + reach + 1, max(column - reach, 0):column + reach + 1] = True
 
 
-def draw_image(rng: np.random.Generator, positive: bool, min_paddles: int, max_paddles: int,
+def draw_image(rng: np.random.Generator, positive: bool, side: int, min_paddles: int, max_paddles: int,
                max_turn: float) -> np.ndarray:
-    """(32, 32) uint8 image of the given label."""
+    """(side, side) uint8 image of the given label."""
     while True:
-        image = np.zeros((SIDE, SIDE), dtype=np.uint8)
-        forbidden = np.zeros((SIDE, SIDE), dtype=bool)
+        image = np.zeros((side, side), dtype=np.uint8)
+        forbidden = np.zeros((side, side), dtype=bool)
         marks = [(0, 0), (0, -1)] if positive else [(0, 0), (1, 0)]  # (path, end) pairs that carry a mark
         placed = []
         for _ in range(PATHS):
@@ -111,14 +112,15 @@ def draw_image(rng: np.random.Generator, positive: bool, min_paddles: int, max_p
 
 
 def generate(samples: int, rng: np.random.Generator, min_paddles: int = 4, max_paddles: int = 6,
-             max_turn_degrees: float = 30.0) -> tuple[np.ndarray, np.ndarray]:
-    """Images (N, 32, 32) uint8 and labels (N,) int64 drawn from ``rng``; ValueError naming every bad value first."""
-    problems = generation_problems(min_paddles, max_paddles, max_turn_degrees)
+             max_turn_degrees: float = 30.0, side: int = RELEASE_SIDE) -> tuple[np.ndarray, np.ndarray]:
+    """Images (N, side, side) uint8 and labels (N,) int64 drawn from ``rng``; ValueError naming every bad value
+    first."""
+    problems = generation_problems(min_paddles, max_paddles, max_turn_degrees, side)
     if samples < 1:
         problems.append(f"samples={samples} must be >= 1")
     if problems:
         raise ValueError("; ".join(problems))
     labels = rng.integers(0, 2, size=samples)  # (N,)
     max_turn = math.radians(max_turn_degrees)
-    images = np.stack([draw_image(rng, bool(label), min_paddles, max_paddles, max_turn) for label in labels])
+    images = np.stack([draw_image(rng, bool(label), side, min_paddles, max_paddles, max_turn) for label in labels])
     return images, labels.astype(np.int64)
