@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass
 
+from tasks.registry import task_title
+
 MODEL_NAMES = {
     "llama": "Llama", "gpt3": "GPT-3", "mamba": "Mamba", "mamba_tied": "Mamba (WT)", "retnet": "Retention", "hyena": "Hyena", "h3": "H3",
     "rwkv4": "RWKV-4", "rwkv5": "RWKV-5", "rwkv6": "RWKV-6", "hgrn": "HGRN", "hgrn2": "HGRN2", "gla": "GLA",
@@ -64,10 +66,15 @@ def label(text: str) -> str:
     return words[:1].upper() + words[1:]
 
 
+def task_name(task: str) -> str:
+    """The paper's spelling where the task's family gives one ("lra_listops" -> "ListOps"), else its words."""
+    return task_title(task) or label(task)
+
+
 def value_name(key: str, value) -> str:
     """How a cell value is shown: models and tasks by their names, other keys as key=value."""
     if key == "model":
         return model_name(value)
     if key == "task":
-        return label(value)
+        return task_name(value)
     return f"{key.rsplit('.', 1)[-1]}={value}"

@@ -12,7 +12,7 @@ import importlib
 import os
 import reprlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tasks.formal_languages.config import FormalLanguageTaskConfig
@@ -27,10 +27,12 @@ from tasks.spec import TaskSpec
 class TaskFamily:
     """``config``: the dataclass schema of the family's task configs, with ``problems()`` (checks across its fields,
     one message each) and ``spec()`` (the task's TaskSpec), both without torch; ``datamodule``: ``module:function``
-    that builds its LightningDataModule from a config of that schema and the batch size (imported only to train)."""
+    that builds its LightningDataModule from a config of that schema and the batch size (imported only to train);
+    ``titles``: how reports print its tasks (task name -> the paper's spelling) where the name's words are not it."""
 
     config: type
     datamodule: str
+    titles: Mapping[str, str] = field(default_factory=dict)
 
     def spec(self, task: dict[str, Any]) -> TaskSpec:
         """The TaskSpec of a task config of this family (a plain mapping), without torch."""
@@ -44,12 +46,15 @@ class TaskFamily:
 TASK_FAMILIES = {
     "formal_language": TaskFamily(FormalLanguageTaskConfig, "tasks.formal_languages.data:build_datamodule"),
     "lm": TaskFamily(LMTaskConfig, "tasks.lm.data:build_datamodule"),
-    "lra_image": TaskFamily(ImageTaskConfig, "tasks.lra.data:ImageDataModule"),
-    "lra_listops": TaskFamily(ListOpsTaskConfig, "tasks.lra.data:ListOpsDataModule"),
-    "lra_pathfinder": TaskFamily(PathfinderTaskConfig, "tasks.lra.data:PathfinderDataModule"),
-    "lra_retrieval": TaskFamily(RetrievalTaskConfig, "tasks.lra.data:RetrievalDataModule"),
-    "mqar": TaskFamily(MQARTaskConfig, "tasks.mqar.data:build_datamodule"),
-    "nns": TaskFamily(NNSTaskConfig, "tasks.nns.data:build_datamodule"),
+    "lra_image": TaskFamily(ImageTaskConfig, "tasks.lra.data:ImageDataModule",
+                            {"lra_image_grey": "G-Image", "lra_image_rgb": "RGB-Image"}),
+    "lra_listops": TaskFamily(ListOpsTaskConfig, "tasks.lra.data:ListOpsDataModule", {"lra_listops": "ListOps"}),
+    "lra_pathfinder": TaskFamily(PathfinderTaskConfig, "tasks.lra.data:PathfinderDataModule",
+                                 {"lra_pathfinder": "Pathfinder"}),
+    "lra_retrieval": TaskFamily(RetrievalTaskConfig, "tasks.lra.data:RetrievalDataModule",
+                                {"lra_retrieval": "Retrieval"}),
+    "mqar": TaskFamily(MQARTaskConfig, "tasks.mqar.data:build_datamodule", {"mqar": "MQAR"}),
+    "nns": TaskFamily(NNSTaskConfig, "tasks.nns.data:build_datamodule", {"nns": "NNS"}),
 }
 
 
@@ -97,3 +102,8 @@ def task_family(name: str) -> TaskFamily:
 def task_spec(task: dict[str, Any]) -> TaskSpec:
     """The TaskSpec of a resolved task config (its ``family`` picks the family), without torch."""
     return task_family(task.get("family")).spec(task)
+
+
+def task_title(name: str) -> str | None:
+    """The paper's spelling of a task that a registered family titles ("lra_listops" -> "ListOps"), else None."""
+    return next((family.titles[name] for family in task_families().values() if name in family.titles), None)

@@ -148,4 +148,4 @@ def test_smoke_scale_sweeps_and_reports_the_wide_table(tmp_path):
     assert table["paper"].notna().sum() == 5  # LSTM's Pathfinder is the paper's X
     page = (reports / "smoke" / f"{ARTIFACT}.md").read_text()
     assert "| Random Baseline | 0.100 | 0.100 | 0.500 | 0.500 |" in page
-    assert "xLSTM chose, by the selection metric: Lra listops xLSTM[" in page
+    assert "xLSTM chose, by the selection metric: ListOps xLSTM[" in page

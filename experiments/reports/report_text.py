@@ -7,7 +7,7 @@ import pandas as pd
 from experiments.config.artifacts import Artifact, PlannedRun
 from experiments.config.report_layouts import TableReport
 from experiments.config.titles import config_values, summary, title_of
-from experiments.display import SCALE_NOTES, label, model_name, value_name
+from experiments.display import SCALE_NOTES, model_name, task_name, value_name
 from experiments.reports.findings import Finding, check, reference_mean
 from experiments.reports.rankings import cell_names, ordering, ordering_markdown
 from experiments.reports.wide_table import merged_choices_markdown, printed_ranking, rules_markdown, wide_markdown
@@ -34,7 +34,7 @@ def cells_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
     if "model" in shown:
         shown["model"] = shown["model"].map(model_name)
     if "task" in shown:
-        shown["task"] = shown["task"].map(label)
+        shown["task"] = shown["task"].map(task_name)
     shown["ours"] = [
         "" if pd.isna(ours) else (f"{ours:.3f} ± {std:.3f}" if runs > 1 else f"{ours:.3f}")
         for ours, std, runs in zip(table["ours"], table["std"], table["runs"])
@@ -61,7 +61,7 @@ def cells_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
 
 def finding_markdown(finding: Finding, table: pd.DataFrame, metric: str) -> str:
     checked = check(finding, table)
-    where = ", ".join(f"{key} {label(str(value)) if key == 'task' else value}" for key, value in finding.where.items())
+    where = ", ".join(f"{key} {task_name(str(value)) if key == 'task' else value}" for key, value in finding.where.items())
     on = f" on {where}" if where else " on every cell"
     if finding.compares:
         selected = table
