@@ -5,6 +5,8 @@ with GPT-2's BPE.
 `offline_corpus`) as documents; `splits` keeps training, validation and test documents apart; `token_cache`
 tokenises once into a memmapped stream; `training_order` and `sequences` serve it by (data seed, step); `data` is
 the LightningDataModule; `config.LMTaskConfig` is the torch-free schema of a task config.
+`paloma` reads PALOMA's evaluation documents and `paloma_windows` cuts them into the scoring windows the
+evaluation (experiments/evaluation) runs a model on.
 
 Nothing is imported here: `tokenizer`, `offline_corpus` and `token_cache` run as commands (`python -m`).
 """
