@@ -25,7 +25,8 @@ MAY_IMPORT = {
     "sweeps": {"sweeps", "config", "base"},
     "training": {"training", "sweeps", "config", "base"},
     "reports": {"reports", "sweeps", "config", "base"},
-    "cli": {"cli", "reports", "training", "sweeps", "config", "base"},
+    "evaluation": {"evaluation", "training", "sweeps", "config", "base"},
+    "cli": {"cli", "reports", "evaluation", "training", "sweeps", "config", "base"},
 }
 
 
