@@ -12,6 +12,7 @@ from scipy import stats
 from experiments.config.artifacts import load_artifact
 from experiments.config.report_layouts import ScalingReport, report_layout
 from experiments.reports.kinds import scaling_figure
+from experiments.reports.paper_tables import paper_table
 from experiments.reports.power_laws import PowerLaw, fit_power_law, formula, power_laws_markdown, scaling_lines
 from experiments.reports.report import write_report
 from experiments.sweeps.sweep import run_sweep
@@ -114,6 +115,21 @@ def test_a_bad_scaling_report_is_named(report, problem):
     with pytest.raises(ValueError) as caught:
         report_layout(report)
     assert problem in str(caught.value)
+
+
+def test_the_mini_scale_plans_three_sizes_of_two_models_with_the_papers_rates():
+    """The issue's done-line for mini: at least three sizes of two models; each stand-in size takes the paper's
+    15B rate of the size in its place (E 64: 125M, 128: 350M, 192: 760M) and has more parameters than the last."""
+    rates = {(row.model, row.size): row.peak_lr_15b for row in paper_table("spaj_peaklr").itertuples()}
+    runs = load_artifact("temp_sclaw15B").runs("mini", ["task=offline_docs"])
+    counts = {}
+    for run in runs:
+        model, width = run.cell["model"], run.cell["model.embedding_dim"]
+        assert run.config.optim.lr == rates[(model, {64: "125m", 128: "350m", 192: "760m"}[width])]
+        counts.setdefault(model, {})[width] = parameters_of_config(run.config)
+    assert sorted(counts) == ["llama", "xlstm_1_0"]
+    for model, by_width in counts.items():
+        assert sorted(by_width) == [64, 128, 192] and sorted(by_width.values()) == [by_width[w] for w in (64, 128, 192)]
 
 
 def test_a_smoke_report_of_results_without_parameter_counts_counts_them_from_the_config(tmp_path):
