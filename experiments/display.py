@@ -56,6 +56,15 @@ def metric_label(metric: str) -> str:
     return METRIC_SCALES[name].label if name in METRIC_SCALES else name.replace("_", " ")
 
 
+SPLIT_NAMES = {"val": "validation"}  # a metric's split as an axis names it
+
+
+def metric_label_with_split(metric: str) -> str:
+    """An axis label that names the metric's split: "val/perplexity" -> "validation perplexity"."""
+    split = metric.rpartition("/")[0]
+    return f"{SPLIT_NAMES.get(split, split)} {metric_label(metric)}".strip()
+
+
 def model_name(model: str) -> str:
     return MODEL_NAMES.get(model, model)
 

@@ -19,6 +19,7 @@ from experiments.config.artifacts import Artifact, load_artifact
 
 EXECUTIONS = "executions.log"
 RECORD_RUN = "tests.sweep_fakes.record_run"
+PERPLEXITY_RUN = "tests.sweep_fakes.perplexity_run"
 THREADS_RUN = "tests.sweep_fakes.threads_run"
 UNBUILT_MODEL = "unbuilt_model"  # neither configs/model/unbuilt_model.yaml nor a registry entry: planned as unavailable
 
@@ -33,6 +34,12 @@ def record_run(config: DictConfig, run_dir: Path) -> dict[str, float]:
     metrics = {"val/scaled_accuracy": 0.5 + 0.1 * config.seed, "test/scaled_accuracy": 0.25}
     (run_dir / "metrics.csv").write_text("step,val/scaled_accuracy\n" + f"{config.trainer.max_steps},{metrics['val/scaled_accuracy']}\n")
     return metrics
+
+
+def perplexity_run(config: DictConfig, run_dir: Path) -> dict[str, float]:
+    """A language-model run's result without training, as runs recorded it before they recorded their parameter
+    count: val/perplexity 300 E^-0.5 of the embedding dim E."""
+    return {"val/perplexity": 300.0 * config.model.embedding_dim ** -0.5}
 
 
 def append_line(path: Path, line: str) -> None:

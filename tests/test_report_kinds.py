@@ -23,7 +23,7 @@ def test_every_report_kind_has_a_figure():
 
 
 BAD_REPORTS = [
-    ({"kind": "bars"}, "report.kind='bars' is not valid; valid choices: ['heatmap', 'lines', 'points', 'table']"),
+    ({"kind": "bars"}, "report.kind='bars' is not valid; valid choices: ['heatmap', 'lines', 'points', 'scaling', 'table']"),
     ({"kind": "lines", "cells": ["model", SIZES], "metric": "val/accuracy"}, "report.x is missing"),
     ({"kind": "lines", "cells": ["model"], "metric": "m", "x": SIZES},
      "report.x='model.embedding_dim' must be one of the report's cells ['model']"),
@@ -179,7 +179,8 @@ scales:
 """)
 
 
-@pytest.mark.parametrize("kind, layout, figure", [("lines", f", x: {SIZES}, panels: task", True), ("table", "", True)])
+@pytest.mark.parametrize("kind, layout, figure", [("lines", f", x: {SIZES}, panels: task", True), ("table", "", True),
+                                                  ("scaling", "", True)])
 def test_the_artifact_picks_the_kind_of_its_report(tmp_path, monkeypatch, kind, layout, figure):
     monkeypatch.setenv("XLSTM_SUITE_ARTIFACTS", str(tmp_path))
     size_sweep_artifact(tmp_path, kind, layout)

@@ -1,6 +1,8 @@
 """The scaling runs (Figures 6 and 7) carry exactly the peak learning rates of Table spaj_peaklr, per model and size,
 on the size presets (`model.size`), with the 15B and 300B recipes of Appendix B.2-B.3."""
 
+import math
+
 import pytest
 
 from experiments.config.artifacts import load_artifact
@@ -74,25 +76,35 @@ def test_a_bad_size_is_named_with_the_valid_choices(overrides, message):
     assert message in str(error.value)
 
 
-@pytest.mark.slow  # about 50 s: four LM runs
-def test_smoke_scale_of_the_scaling_runs_reports_its_stand_in_sizes(tmp_path):
-    """The smoke scale's report keys (its stand-in sizes are embedding dims) replace the paper scale's."""
-    import math
+@pytest.mark.slow  # about 40 s per artifact: four LM runs
+@pytest.mark.parametrize("artifact", ["temp_sclaw15B", "temp_sclaw300B"])
+def test_smoke_scale_of_the_scaling_runs_draws_the_power_laws_of_its_stand_in_sizes(tmp_path, artifact):
+    """The smoke scale's report keys (its stand-in sizes are embedding dims) replace the paper scale's; every run
+    records its parameter count, the count the report would take from its config for a result without one."""
+    import json
 
+    import matplotlib.image
     import pandas as pd
 
     from experiments.reports.report import write_report
+    from experiments.sweeps.run_store import run_directory
     from experiments.sweeps.sweep import run_sweep
+    from experiments.training.parameter_count import PARAMETERS_METRIC, parameters_of_config
 
     runs, reports = tmp_path / "runs", tmp_path / "reports"
-    assert run_sweep("temp_sclaw300B", "smoke", jobs=1, root=runs) == 0
-    outcome = write_report("temp_sclaw300B", "smoke", runs, reports)
+    assert run_sweep(artifact, "smoke", jobs=1, root=runs) == 0
+    outcome = write_report(artifact, "smoke", runs, reports)
     assert outcome.status == "written", outcome.message
-    table = pd.read_csv(reports / "smoke" / "temp_sclaw300B.csv")
+    table = pd.read_csv(reports / "smoke" / f"{artifact}.csv")
     assert sorted(zip(table["model"], table["model.embedding_dim"])) == [
         ("llama", 16), ("llama", 32), ("xlstm_1_0", 16), ("xlstm_1_0", 32)]
     assert all(math.isfinite(value) and value > 1 for value in table["ours"])
-    assert "| Llama | " in (reports / "smoke" / "temp_sclaw300B.md").read_text()  # the wide table, sizes as columns
+    for run in load_artifact(artifact).runs("smoke"):
+        recorded = json.loads((run_directory(run, runs) / "result.json").read_text())["metrics"][PARAMETERS_METRIC]
+        assert recorded == parameters_of_config(run.config) > 1e6, run.label  # the 50304-token embedding and head
+    page = (reports / "smoke" / f"{artifact}.md").read_text()
+    assert "| Llama | 2 | " in page and "| xLSTM[1:0] | 2 | " in page  # each model's law through its two sizes
+    assert matplotlib.image.imread(reports / "smoke" / f"{artifact}.png").shape[1] > 1000  # a figure, 150 dpi
 
 
 def test_a_scale_replaces_report_keys_and_the_paper_scale_keeps_the_artifacts():

@@ -7,12 +7,14 @@ are configuration, not code.
     heatmap  rows x columns of cells, tasks grouped by their spec's group (Figure 4)
     lines    the metric against a swept size, one line per model, one panel per setting (the associative-recall figures)
     points   the mean over runs with its confidence interval, one point per model (Nearest Neighbour Search)
+    scaling  the metric against the parameter count, log-log, a fitted power law per model (Figures 6 and 7)
     table    no figure: the page's table is the report (LRA, language modelling)
 """
 
 from dataclasses import dataclass, field
 
 from experiments.config.config_schema import section_problems
+from experiments.training.parameter_count import PARAMETERS_METRIC
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,6 +31,10 @@ class Report:
     def placed_by(self) -> dict[str, str | None]:
         """Layout key -> the cell key it places."""
         return {}
+
+    def cell_metrics(self) -> list[str]:
+        """Metrics besides ``metric`` that the layout reads per cell (the mean over the cell's chosen runs)."""
+        return []
 
     def problems(self) -> list[str]:
         return [f"{name}={key!r} must be one of the report's cells {self.cells}"
@@ -116,7 +122,29 @@ class TableReport(Report):
         return problems
 
 
-REPORT_KINDS = {"heatmap": HeatmapReport, "lines": LinesReport, "points": PointsReport, "table": TableReport}
+@dataclass(frozen=True, kw_only=True)
+class ScalingReport(Report):
+    """The metric against the model's parameter count (the count each run records), both axes logarithmic: a series
+    per value of ``lines``, its sizes the values of the other cells, and the power law metric = a N^b fitted to each
+    series by least squares in log-log space (experiments.reports.power_laws)."""
+
+    lines: str = "model"
+
+    def placed_by(self) -> dict[str, str | None]:
+        return {"lines": self.lines}
+
+    def cell_metrics(self) -> list[str]:
+        return [PARAMETERS_METRIC]
+
+    def problems(self) -> list[str]:
+        problems = super().problems()
+        if not problems and not [key for key in self.cells if key != self.lines]:
+            problems.append(f"cells={self.cells} must name a key besides lines={self.lines!r}: the sizes of a line")
+        return problems
+
+
+REPORT_KINDS = {"heatmap": HeatmapReport, "lines": LinesReport, "points": PointsReport, "scaling": ScalingReport,
+                "table": TableReport}
 
 
 def report_layout(report: dict) -> Report:

@@ -1,16 +1,21 @@
 """Figures in the paper's style (seaborn/matplotlib, no display needed)."""
 
 from pathlib import Path
+from typing import Callable
 
 import matplotlib
 
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.axis import Axis  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator  # noqa: E402
 
 from experiments.display import MetricScale, label  # noqa: E402
+from experiments.reports.power_laws import ScalingLine, formula  # noqa: E402
 
 
 def grouped_heatmap(values: pd.DataFrame, annotations: pd.DataFrame, notes: pd.DataFrame, column_groups: dict[str, str],
@@ -85,6 +90,56 @@ def line_panels(data: pd.DataFrame, *, x: str, line: str, panel: str | None, row
     figure.suptitle(title, fontsize=10)
     figure.tight_layout()
     return figure
+
+
+def power_law_panel(lines: list[ScalingLine], *, line_names: dict, title: str, x_label: str, y_label: str,
+                    count_name: Callable[[float], str]) -> plt.Figure:
+    """Both axes logarithmic: each line's points as markers and its fitted power law as a dashed line of the same
+    colour over the range of its points (gid ``fit:<line>``), the law in the legend; a line without a fit is its
+    points, its legend entry saying so, as it says how many non-finite sizes a line left out (the page names them).
+    ``count_name`` writes the x axis's values (parameter counts)."""
+    figure, ax = plt.subplots(figsize=(9.5, 4.6))
+    colours = sns.color_palette("tab10", n_colors=max(len(lines), 1))
+    for colour, line in zip(colours, lines):
+        points, name = line.points, line_names[line.line]
+        sizes = len(points)
+        shown = f"{name}: {formula(line.fit)}" if line.fit is not None else \
+            f"{name}: no fit ({sizes} size{'' if sizes == 1 else 's'})"
+        if line.left_out:
+            shown += f", {len(line.left_out)} non-finite left out"
+        ax.plot(points["parameters"], points["value"], marker="o", linestyle="none", color=colour, label=shown)
+        if line.fit is not None:
+            drawn = np.geomspace(points["parameters"].min(), points["parameters"].max(), 64)
+            ax.plot(drawn, line.fit(drawn), linestyle="--", linewidth=1.2, color=colour, gid=f"fit:{line.line}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.margins(x=0.08, y=0.08)
+    ax.autoscale_view()
+    readable_log_axis(ax.xaxis, *ax.get_xlim(), count_name)
+    readable_log_axis(ax.yaxis, *ax.get_ylim(), lambda value: f"{value:g}")
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(y_label)
+    ax.grid(which="both", alpha=0.25)
+    if lines:
+        ax.legend(fontsize=8, title=r"power law fit $a\,N^{b}$", title_fontsize=8, loc="center left",
+                  bbox_to_anchor=(1.02, 0.5))
+    ax.set_title(title, fontsize=10)
+    figure.tight_layout()
+    return figure
+
+
+def readable_log_axis(axis: Axis, low: float, high: float, name: Callable[[float], str]) -> None:
+    """Plain tick labels on a logarithmic axis from ``low`` to ``high`` (no 10^x): within a decade, about six evenly
+    spaced ticks (a log axis over 200-240 has no decade tick to label); over more, each decade and its 2 and 5."""
+    if high / low < 10:
+        axis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
+        axis.set_minor_locator(NullLocator())
+        axis.set_major_formatter(FuncFormatter(lambda value, _: name(value) if value > 0 else ""))
+        return
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10))))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: name(value) if value > 0 else ""))
+    axis.set_minor_formatter(FuncFormatter(lambda value, _: ""))
 
 
 def point_panels(data: pd.DataFrame, *, x: str, panel: str | None, x_names: dict, panel_names: dict, title: str,

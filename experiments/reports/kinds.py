@@ -10,9 +10,10 @@ from scipy import stats
 
 from experiments.config.artifacts import Artifact
 from experiments.config.configuration import task_config
-from experiments.config.report_layouts import HeatmapReport, LinesReport, PointsReport
-from experiments.display import metric_label, metric_scale, value_name
-from experiments.reports.figures import bar_panels, grouped_heatmap, line_panels, point_panels
+from experiments.config.report_layouts import HeatmapReport, LinesReport, PointsReport, ScalingReport
+from experiments.display import metric_label, metric_label_with_split, metric_scale, value_name
+from experiments.reports.figures import bar_panels, grouped_heatmap, line_panels, point_panels, power_law_panel
+from experiments.reports.power_laws import scaling_lines, short_count
 from experiments.reports.rankings import cell_names
 from tasks.registry import task_spec
 
@@ -87,6 +88,13 @@ def points_figure(layout: PointsReport, table: pd.DataFrame, title: str) -> plt.
                         interval=f"mean, {layout.confidence:.0%} t-interval over runs")
 
 
+def scaling_figure(layout: ScalingReport, table: pd.DataFrame, title: str) -> plt.Figure:
+    """The metric against the parameter count, log-log, with each line's fitted power law."""
+    lines = scaling_lines(table, layout.lines, layout.cells)
+    return power_law_panel(lines, line_names=names(table, layout.lines), title=title, x_label="parameters",
+                           y_label=metric_label_with_split(layout.metric), count_name=short_count)
+
+
 def table_figure(layout, table: pd.DataFrame, title: str) -> plt.Figure:
     """A bar per cell with our value, and beside it the paper's where it prints numbers; rows by the paper's value,
     lowest first (cells it has no number for last), so that a bar out of step is an order the paper does not share."""
@@ -99,7 +107,8 @@ def table_figure(layout, table: pd.DataFrame, title: str) -> plt.Figure:
 
 
 REPORT_FIGURES: dict[str, Callable] = {
-    "heatmap": heatmap_figure, "lines": lines_figure, "points": points_figure, "table": table_figure,
+    "heatmap": heatmap_figure, "lines": lines_figure, "points": points_figure, "scaling": scaling_figure,
+    "table": table_figure,
 }
 
 

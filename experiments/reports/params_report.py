@@ -8,6 +8,7 @@ from rich.table import Table
 from experiments.atomic import write_text_atomic
 from experiments.paths import PAPER_NUMBERS, REPORTS
 from experiments.reports.paper_tables import paper_table
+from experiments.training.parameter_count import count_parameters
 from models.catalog import language_model_sizes
 from models.registry import build_language_model, known_language_models
 
@@ -47,10 +48,6 @@ OPEN_QUESTIONS = {
         "(8 sLSTM blocks, an exact 7:1 ratio)."
     ),
 }
-
-
-def count_parameters(model: torch.nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())  # tied weights are yielded once
 
 
 def parameter_table() -> pd.DataFrame:

@@ -21,10 +21,12 @@ from experiments.reports.figures import save
 from experiments.reports.findings import findings_of
 from experiments.reports.kinds import report_figure
 from experiments.reports.paper_numbers import paper_numbers_of, with_paper_numbers
+from experiments.reports.parameter_counts import with_parameter_counts
 from experiments.reports.report_text import figure_title, markdown
 from experiments.reports.selection import merged_runs, select_cells
 from experiments.reports.staging import publish, staging_folder, terminate_as_exit
 from experiments.sweeps.run_store import runs_frame
+from experiments.training.parameter_count import PARAMETERS_METRIC
 
 @dataclass
 class ReportOutcome:
@@ -45,18 +47,20 @@ def run_table(runs: Sequence[PlannedRun], root: Path) -> pd.DataFrame:
 
 def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
     """One row per reported cell, missing and unavailable cells included: model, cell keys, metric, ours, std,
-    paper, runs, note, and the chosen runs' values (empty without finished runs). Cells that ``selection.merge``
-    merges are one row (experiments.reports.selection.merged_runs)."""
+    paper, runs, note, the layout's cell metrics (e.g. the parameter count) and the chosen runs' values (empty
+    without finished runs). Cells that ``selection.merge`` merges are one row
+    (experiments.reports.selection.merged_runs)."""
     report, selection = artifact.report, artifact.selection
-    cells, metric = list(report["cells"]), report["metric"]
+    cells, metric, cell_metrics = list(report["cells"]), report["metric"], artifact.layout.cell_metrics()
     runs, choose_merged = merged_runs(runs, selection.get("merge") or {}, cells)
     done = runs[runs["status"] == "done"]
     selected = select_cells(
         done, cells=cells, choose=[*selection.get("choose", []), *choose_merged],
         average=list(selection.get("average", [])),
         select_metric=selection["metric"], mode=selection["mode"], report_metric=metric,
-        solved_at=report.get("solved_at"),
-    ) if len(done) else pd.DataFrame(columns=[*cells, "ours", "std", "min", "max", "runs", "solved", "values"])
+        solved_at=report.get("solved_at"), cell_metrics=cell_metrics,
+    ) if len(done) else pd.DataFrame(columns=[*cells, "ours", "std", "min", "max", "runs", "solved", "values",
+                                              *cell_metrics])
     every_cell = runs.groupby(cells, sort=False, dropna=False).agg(
         unavailable=("unavailable", "first"), planned=("status", "size"),
         finished=("status", lambda status: int((status == "done").sum())),
@@ -74,7 +78,7 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
     table["paper"] = with_paper_numbers(table, artifact.paper, cells)
     merged_choices = [f"chosen {column}" for column in choose_merged if f"chosen {column}" in table]
     return table[[*cells, "metric", "ours", "std", "min", "max", "paper", "runs", "solved", "note", *merged_choices,
-                  "values"]]
+                  *cell_metrics, "values"]]
 
 
 def report_stem(name: str, extra_overrides: Sequence[str]) -> str:
@@ -98,6 +102,8 @@ def write_report(name: str, scale: str, root: Path, destination: Path, extra_ove
     stem = destination / scale / report_stem(name, extra_overrides)
     cell_keys = artifact.cell_keys(scale)
     runs = with_committed(run_table(planned, root), read_committed(committed_path(stem)), cell_keys)
+    if PARAMETERS_METRIC in artifact.layout.cell_metrics():
+        runs = with_parameter_counts(runs, planned)
     table = cell_table(artifact, runs)
     finished = int(table["ours"].notna().sum())
     if finished == 0:

@@ -5,10 +5,11 @@ from collections.abc import Sequence
 import pandas as pd
 
 from experiments.config.artifacts import Artifact, PlannedRun
-from experiments.config.report_layouts import TableReport
+from experiments.config.report_layouts import ScalingReport, TableReport
 from experiments.config.titles import config_values, summary, title_of
 from experiments.display import SCALE_NOTES, model_name, task_name, value_name
 from experiments.reports.findings import Finding, check, reference_mean
+from experiments.reports.power_laws import power_laws_markdown, scaling_lines
 from experiments.reports.rankings import cell_names, ordering, ordering_markdown
 from experiments.reports.wide_table import merged_choices_markdown, printed_ranking, rules_markdown, wide_markdown
 
@@ -128,6 +129,9 @@ def markdown(artifact: Artifact, runs: Sequence[PlannedRun], table: pd.DataFrame
         notes = " ".join(note for note in (rules_markdown(layout, selection["mode"]),
                                            merged_choices_markdown(table, layout.columns)) if note)
         lines += [notes, ""] if notes else []
+    if isinstance(layout, ScalingReport):
+        lines += ["## Power laws", "", power_laws_markdown(scaling_lines(table, layout.lines, layout.cells),
+                                                          layout.lines, report["metric"]), ""]
     reading = artifact.scales.get(scale, {}).get("reading")
     if reading:
         lines += ["## What this scale shows", "", reading.strip(), ""]

@@ -1,5 +1,6 @@
 """The paper's selection rule: per reported cell, pick the hyperparameter value that is best on validation."""
 
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -35,14 +36,17 @@ def merged_runs(runs: pd.DataFrame, merge: dict[str, dict[Any, list]], cells: li
 
 
 def select_cells(runs: pd.DataFrame, *, cells: list[str], choose: list[str], average: list[str], select_metric: str,
-                 mode: str, report_metric: str, solved_at: float | None = None) -> pd.DataFrame:
+                 mode: str, report_metric: str, solved_at: float | None = None,
+                 cell_metrics: Sequence[str] = ()) -> pd.DataFrame:
     """One row per cell (the ``cells`` keys) from one row per finished run.
 
     For each cell, every combination of the ``choose`` keys (e.g. the learning rate) is scored by its
     ``select_metric`` averaged over the ``average`` keys (e.g. seeds); the best one (``mode`` max or min) is
     chosen, and the cell reports the mean of ``report_metric`` over the chosen combination's runs, their spread
     (standard deviation, min and max), how many runs it combines and, with ``solved_at``, how many of them reach it;
-    ``values`` holds the chosen runs' own values (ascending), for judgements per run such as the paper's findings.
+    ``values`` holds the chosen runs' own values (ascending), for judgements per run such as the paper's findings;
+    each of ``cell_metrics`` (e.g. the parameter count a scaling figure places the cell by) is the mean over the chosen
+    runs.
     """
     if mode not in ("max", "min"):
         raise ValueError(f"selection mode {mode!r} is not valid; valid choices: ['max', 'min']")
@@ -68,6 +72,8 @@ def select_cells(runs: pd.DataFrame, *, cells: list[str], choose: list[str], ave
             "runs": len(chosen),
             "solved": int((chosen[report_metric] >= solved_at).sum()) if solved_at is not None else pd.NA,
             "values": tuple(sorted(chosen[report_metric].dropna())),
+            **{metric: chosen[metric].mean() for metric in cell_metrics},
         })
-    columns = [*cells, *(f"chosen {key}" for key in choose), "ours", "std", "min", "max", "runs", "solved", "values"]
+    columns = [*cells, *(f"chosen {key}" for key in choose), "ours", "std", "min", "max", "runs", "solved", "values",
+               *cell_metrics]
     return pd.DataFrame(rows, columns=columns)

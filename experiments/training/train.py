@@ -19,6 +19,7 @@ from experiments.training.data import build_datamodule
 from experiments.training.distribution import cluster_plugins, compile_network, distributed_trainer_arguments
 from experiments.training.language_model_module import LanguageModelModule
 from experiments.training.module import SequenceTaskModule
+from experiments.training.parameter_count import PARAMETERS_METRIC, count_parameters
 from experiments.training.progress import StepProgressBar
 from experiments.training.resumed_metrics import keep_rows_before
 from models.registry import build_backbone, build_language_model_from
@@ -140,6 +141,7 @@ def run_evaluation(config: DictConfig, run_dir: Path) -> dict[str, float]:
         for result in evaluate(module, datamodule=data, verbose=False):
             metrics.update({name: float(value) for name, value in result.items()})
     metrics |= {f"trained/{name}": value for name, value in trained["metrics"].items()}
+    metrics[PARAMETERS_METRIC] = float(count_parameters(module))
     metrics["train/steps"] = 0.0
     metrics["eval/seconds"] = time.perf_counter() - started
     return metrics
@@ -147,7 +149,8 @@ def run_evaluation(config: DictConfig, run_dir: Path) -> dict[str, float]:
 
 def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     """Train one run into ``run_dir`` (logs, metrics.csv, checkpoints) and return its final metrics: validation and
-    test metrics of the checkpoint with the best validation metric (scaled accuracy; MSE for a regression). An
+    test metrics of the checkpoint with the best validation metric (scaled accuracy; MSE for a regression), the
+    module's parameter count (experiments.training.parameter_count), the steps and the training time. An
     evaluation-only run (``evaluate`` in its config) is run_evaluation's."""
     validate_run_config(config)
     if config.get("evaluate") is not None:
@@ -163,6 +166,7 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     L.seed_everything(config.seed, workers=True, verbose=False)
     data = build_datamodule(config.task, config.trainer.batch_size)
     module = build_module(config, data.spec)
+    parameters = count_parameters(module)  # before the strategy places (and may shard) it
     callbacks = [StepProgressBar()]  # a bar at a terminal, a line every 30 s in a sweep worker's log
     checkpoints, resume, logger = run_dir / "checkpoints", None, _logger(config, run_dir)
     if config.trainer.checkpoint:
@@ -200,6 +204,7 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     for evaluate in (trainer.validate, trainer.test):
         for result in evaluate(module, datamodule=data, ckpt_path=best_checkpoint, verbose=False):
             metrics.update({name: float(value) for name, value in result.items()})
+    metrics[PARAMETERS_METRIC] = float(parameters)
     metrics["train/steps"] = float(trainer.global_step)
     metrics["train/seconds"] = time.perf_counter() - started
     return metrics
