@@ -2,11 +2,13 @@
 atomic, display", and no module names a task family.
 
 The rules, for every import in experiments/, at module level or inside a function:
-- ``paths``, ``atomic`` and ``display`` (the base) import no other module of experiments;
+- ``paths``, ``atomic``, ``display`` and ``run_metrics`` (the base) import no other module of experiments;
 - ``config`` imports only config and the base;
 - ``sweeps`` imports only sweeps, config and the base: it runs training through the run function's dotted path and
   never imports ``training`` or ``reports``;
-- ``training`` and ``reports`` import their own package, sweeps, config and the base, never each other;
+- ``training`` and ``reports`` import their own package, sweeps, config and the base; reports may also import
+  training (to count a run's parameters from its config, the module built as the run builds it), training never
+  imports reports;
 - nothing imports ``cli``, which may import everything;
 and no two modules import each other, directly or through others.
 """
@@ -18,13 +20,13 @@ from pathlib import Path
 from experiments.paths import REPOSITORY_ROOT
 
 EXPERIMENTS = REPOSITORY_ROOT / "experiments"
-BASE = {"paths", "atomic", "display"}
+BASE = {"paths", "atomic", "display", "run_metrics"}
 MAY_IMPORT = {
     "base": {"base"},
     "config": {"config", "base"},
     "sweeps": {"sweeps", "config", "base"},
     "training": {"training", "sweeps", "config", "base"},
-    "reports": {"reports", "sweeps", "config", "base"},
+    "reports": {"reports", "training", "sweeps", "config", "base"},
     "evaluation": {"evaluation", "training", "sweeps", "config", "base"},
     "cli": {"cli", "reports", "evaluation", "training", "sweeps", "config", "base"},
 }

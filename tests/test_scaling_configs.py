@@ -87,9 +87,10 @@ def test_smoke_scale_of_the_scaling_runs_draws_the_power_laws_of_its_stand_in_si
     import pandas as pd
 
     from experiments.reports.report import write_report
+    from experiments.run_metrics import PARAMETERS_METRIC
     from experiments.sweeps.run_store import run_directory
     from experiments.sweeps.sweep import run_sweep
-    from experiments.training.parameter_count import PARAMETERS_METRIC, parameters_of_config
+    from experiments.training.parameter_count import parameters_of_config
 
     runs, reports = tmp_path / "runs", tmp_path / "reports"
     assert run_sweep(artifact, "smoke", jobs=1, root=runs) == 0

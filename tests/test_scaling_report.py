@@ -16,7 +16,8 @@ from experiments.reports.paper_tables import paper_table
 from experiments.reports.power_laws import PowerLaw, fit_power_law, formula, power_laws_markdown, scaling_lines
 from experiments.reports.report import write_report
 from experiments.sweeps.sweep import run_sweep
-from experiments.training.parameter_count import PARAMETERS_METRIC, parameters_of_config
+from experiments.run_metrics import PARAMETERS_METRIC
+from experiments.training.parameter_count import parameters_of_config
 from tests.sweep_fakes import PERPLEXITY_RUN
 
 SIZES = "model.size"

@@ -14,7 +14,7 @@ are configuration, not code.
 from dataclasses import dataclass, field
 
 from experiments.config.config_schema import section_problems
-from experiments.training.parameter_count import PARAMETERS_METRIC
+from experiments.run_metrics import PARAMETERS_METRIC
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,7 +7,8 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from experiments.config.artifacts import PlannedRun
-from experiments.training.parameter_count import PARAMETERS_METRIC, parameters_of_config
+from experiments.run_metrics import PARAMETERS_METRIC
+from experiments.training.parameter_count import parameters_of_config
 
 
 def with_parameter_counts(runs: pd.DataFrame, planned: Sequence[PlannedRun]) -> pd.DataFrame:

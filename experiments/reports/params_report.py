@@ -8,7 +8,7 @@ from rich.table import Table
 from experiments.atomic import write_text_atomic
 from experiments.paths import PAPER_NUMBERS, REPORTS
 from experiments.reports.paper_tables import paper_table
-from experiments.training.parameter_count import count_parameters
+from experiments.run_metrics import count_parameters
 from models.catalog import language_model_sizes
 from models.registry import build_language_model, known_language_models
 

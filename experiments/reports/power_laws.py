@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.display import value_name
-from experiments.training.parameter_count import PARAMETERS_METRIC
+from experiments.run_metrics import PARAMETERS_METRIC
 
 
 @dataclass(frozen=True)

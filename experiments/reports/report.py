@@ -25,8 +25,9 @@ from experiments.reports.parameter_counts import with_parameter_counts
 from experiments.reports.report_text import figure_title, markdown
 from experiments.reports.selection import merged_runs, select_cells
 from experiments.reports.staging import publish, staging_folder, terminate_as_exit
+from experiments.run_metrics import PARAMETERS_METRIC
 from experiments.sweeps.run_store import runs_frame
-from experiments.training.parameter_count import PARAMETERS_METRIC
+
 
 @dataclass
 class ReportOutcome:

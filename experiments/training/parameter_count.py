@@ -1,17 +1,10 @@
-"""A run's parameter count: recorded by every run in its result.json metrics (``model/parameters``: the trained
-module's parameters, tied weights once), and counted again from a run's config for results recorded before runs
-recorded it (the module built on the meta device: no memory, no initialisation arithmetic).
-
-Importing this module imports no torch, so that report layouts can name the metric."""
+"""A run's parameter count counted again from its config, for results recorded before runs recorded it
+(experiments.run_metrics): the module built as the run builds it, on the meta device (no memory, no initialisation
+arithmetic)."""
 
 from omegaconf import DictConfig, OmegaConf
 
-PARAMETERS_METRIC = "model/parameters"
-
-
-def count_parameters(model) -> int:
-    """The parameters of an nn.Module; a tied weight is yielded once."""
-    return sum(parameter.numel() for parameter in model.parameters())
+from experiments.run_metrics import count_parameters
 
 
 def parameters_of_config(config: DictConfig) -> int:

@@ -19,7 +19,7 @@ from experiments.training.data import build_datamodule
 from experiments.training.distribution import cluster_plugins, compile_network, distributed_trainer_arguments
 from experiments.training.language_model_module import LanguageModelModule
 from experiments.training.module import SequenceTaskModule
-from experiments.training.parameter_count import PARAMETERS_METRIC, count_parameters
+from experiments.run_metrics import PARAMETERS_METRIC, count_parameters
 from experiments.training.progress import StepProgressBar
 from experiments.training.resumed_metrics import keep_rows_before
 from models.registry import build_backbone, build_language_model_from
@@ -150,7 +150,7 @@ def run_evaluation(config: DictConfig, run_dir: Path) -> dict[str, float]:
 def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     """Train one run into ``run_dir`` (logs, metrics.csv, checkpoints) and return its final metrics: validation and
     test metrics of the checkpoint with the best validation metric (scaled accuracy; MSE for a regression), the
-    module's parameter count (experiments.training.parameter_count), the steps and the training time. An
+    module's parameter count (experiments.run_metrics), the steps and the training time. An
     evaluation-only run (``evaluate`` in its config) is run_evaluation's."""
     validate_run_config(config)
     if config.get("evaluate") is not None:
