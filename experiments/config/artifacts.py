@@ -321,7 +321,7 @@ def evaluates_problem(evaluates: Any, base: bool) -> str | None:
     if "kind" in evaluates:
         problems = settings_problems(evaluates["kind"], evaluates.get("settings"), "evaluates")
         if problems:
-            return "; ".join(problem.removeprefix("evaluates.") for problem in problems)
+            return "; ".join(problems)
     if "artifact" in evaluates and evaluates["artifact"] not in artifact_files():
         return f"artifact={evaluates['artifact']!r} is not an artifact; valid choices: {known_artifacts()}"
     if "where" in evaluates and not isinstance(evaluates["where"], dict):
