@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from experiments.config.cell_composer import CellComposer
 from experiments.config.configuration import CONFIGS, ConfigError, compose_run_config, config_yaml, load_yaml
+from experiments.config.evaluation_kinds import resolved_settings, settings_problems
 from experiments.config.report_layouts import report_layout
 from experiments.config.validation import validate_run_config
 from models.catalog import known_backbones
@@ -23,7 +24,7 @@ ARTIFACT_KEYS = ("artifact", "title", "evaluates", "grid", "cell_grids", "exclud
                  "selection", "report", "paper", "scales")
 # A scale's settings; ``reading``: what its results show and what they cannot, printed on its report page
 SCALE_KEYS = ("evaluates", "grid", "cell_grids", "exclude", "overrides", "cell_overrides", "reading", "report")
-EVALUATES_KEYS = ("artifact", "where", "checkpoint")
+EVALUATES_KEYS = ("artifact", "where", "checkpoint", "kind", "settings")
 CHECKPOINTS = ("best", "last")
 MODEL_NOT_REGISTERED = "not in the model registry yet (the baseline zoo issue adds it)"
 
@@ -69,9 +70,11 @@ class Artifact:
     # partial cells to leave out: each rule maps cell keys to a value or a list of values; a cell matching every
     # key of a rule is dropped (e.g. {"model": "llama", "task.context_length": [756, 1024]})
     exclude: list[dict[str, Any]] = field(default_factory=list)
-    # evaluation only: ``artifact`` (whose runs are evaluated), ``where`` (which of its cells: key -> value or list),
-    # ``checkpoint`` (best or last); each of those runs is evaluated once per cell of this artifact's grid, whose
-    # values replace the training cell's (e.g. a longer context length), with no training
+    # evaluation only: ``artifact`` (whose runs are evaluated), ``where`` (which of its cells: key -> value or list;
+    # default every cell), ``checkpoint`` (best or last), ``kind`` and ``settings`` (an evaluation kind by name and
+    # its settings, experiments.config.evaluation_kinds); each of those runs is evaluated once per cell of this
+    # artifact's grid (one cell without a grid), whose values replace the training cell's (e.g. a longer context
+    # length), with no training
     evaluates: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -101,9 +104,15 @@ class Artifact:
         return list(settings["exclude"] or []) if "exclude" in settings else list(self.exclude)
 
     def evaluates_of(self, scale: str) -> dict[str, Any]:
-        """The evaluation section with the keys the scale's ``evaluates`` replaces; {} for a training artifact."""
+        """The evaluation section with the keys the scale's ``evaluates`` replaces (and the settings it replaces,
+        the others kept); {} for a training artifact."""
         check_scale(scale)
-        return self.evaluates | (self.scales.get(scale, {}).get("evaluates") or {}) if self.evaluates else {}
+        if not self.evaluates:
+            return {}
+        scaled = self.scales.get(scale, {}).get("evaluates") or {}
+        settings = {"settings": (self.evaluates.get("settings") or {}) | scaled["settings"]} \
+            if isinstance(scaled.get("settings"), dict) else {}
+        return self.evaluates | scaled | settings
 
     def cells(self, scale: str) -> list[dict[str, Any]]:
         """The scale's cells in a stable order: the product of its grid, each cell extended by the product of the
@@ -182,12 +191,15 @@ class Artifact:
         source = load_artifact(evaluates["artifact"])
         if source.evaluates:
             raise ConfigError(f"{self.name}: evaluates.artifact={source.name!r} is itself an evaluating artifact")
-        source_cells = source.cells(scale)
-        try:
-            check_exclusion("evaluates.where", evaluates["where"], source_cells, source.cell_keys(scale), scale)
-        except ValueError as error:
-            raise ConfigError(f"{self.name}: {error} (the cells of {source.name})") from None
-        trained = [run for run in source.runs(scale, extra_overrides) if excluded(run.cell, evaluates["where"])]
+        where = evaluates.get("where") or {}
+        if where:
+            try:
+                check_exclusion("evaluates.where", where, source.cells(scale), source.cell_keys(scale), scale)
+            except ValueError as error:
+                raise ConfigError(f"{self.name}: {error} (the cells of {source.name})") from None
+        trained = [run for run in source.runs(scale, extra_overrides) if excluded(run.cell, where)]
+        kind = {} if evaluates.get("kind") is None else {
+            "kind": evaluates["kind"], "settings": resolved_settings(evaluates["kind"], evaluates.get("settings"))}
         names = {f"artifact={source.name}", f"scale={scale}"}
         cells = self.cells(scale)
         compose = CellComposer(value_keys=list(dict.fromkeys([*source.cell_keys(scale), *self.cell_keys(scale)])))
@@ -197,7 +209,7 @@ class Artifact:
                 kept = [override for override in training.overrides if override not in names
                         and override not in extra_overrides and override.split("=", 1)[0] not in cell]
                 section = {"artifact": source.name, "scale": scale, "run_id": training.run_id,
-                           "checkpoint": evaluates.get("checkpoint", "best"), "cell": training.label}
+                           "checkpoint": evaluates.get("checkpoint", "best"), "cell": training.label, **kind}
                 composed = [*kept, *(f"{key}={override_value(value)}" for key, value in cell.items()), *self.overrides,
                             *self.overrides_of(scale), f"artifact={self.name}", f"scale={scale}", *extra_overrides]
                 overrides = [*composed, *(f"+evaluate.{key}={override_value(value, quote_strings=True)}"
@@ -267,10 +279,18 @@ def artifact_from_yaml(path: Path) -> Artifact:
         exclude=content.get("exclude") or [],
         evaluates=content.get("evaluates") or {},
     )
+    for scale, settings in artifact.scales.items():
+        scaled = (settings or {}).get("evaluates")
+        if scaled is not None and not isinstance(scaled, dict):
+            raise ValueError(f"{path}: scales.{scale}.evaluates: must be a mapping with the keys "
+                             f"{list(EVALUATES_KEYS)}, got {scaled!r}")
+        if scaled and not artifact.evaluates:
+            raise ValueError(f"{path}: scales.{scale}.evaluates: replaces keys of the artifact's evaluates, which it "
+                             "has not (a training artifact)")
     for where, evaluates in [("evaluates", artifact.evaluates),
-                             *((f"scales.{scale}.evaluates", (settings or {}).get("evaluates"))
-                               for scale, settings in artifact.scales.items())]:
-        problem = evaluates_problem(evaluates, base=where == "evaluates")
+                             *((f"scales.{scale}.evaluates (with the artifact's)", artifact.evaluates_of(scale))
+                               for scale, settings in artifact.scales.items() if (settings or {}).get("evaluates"))]:
+        problem = evaluates_problem(evaluates, base=True)
         if problem:
             raise ValueError(f"{path}: {where}: {problem}")
     for scale in SCALES:  # cell grids and exclusions are checked when the artifact loads, not when a sweep starts
@@ -283,7 +303,8 @@ def artifact_from_yaml(path: Path) -> Artifact:
 
 def evaluates_problem(evaluates: Any, base: bool) -> str | None:
     """What is wrong with an ``evaluates`` section (None if it is absent or sound); the base one needs ``artifact``
-    and ``where``, a scale's may replace any of its keys."""
+    (and ``where`` without a ``kind``: a grid of other task settings names the cells it evaluates), a scale's may
+    replace any of its keys (its ``settings`` the whole mapping)."""
     if evaluates is None or evaluates == {}:
         return None
     if not isinstance(evaluates, dict):
@@ -291,9 +312,16 @@ def evaluates_problem(evaluates: Any, base: bool) -> str | None:
     unknown = sorted(set(evaluates) - set(EVALUATES_KEYS))
     if unknown:
         return f"unknown keys {unknown}; valid keys: {list(EVALUATES_KEYS)}"
-    missing = [key for key in ("artifact", "where") if base and key not in evaluates]
+    missing = [key for key in ("artifact", *(() if "kind" in evaluates else ("where",)))
+               if base and key not in evaluates]
     if missing:
         return f"missing {missing} (the training artifact and which of its cells to evaluate)"
+    if "settings" in evaluates and "kind" not in evaluates and base:
+        return "settings need a kind (the evaluation they configure)"
+    if "kind" in evaluates:
+        problems = settings_problems(evaluates["kind"], evaluates.get("settings"), "evaluates")
+        if problems:
+            return "; ".join(problems)
     if "artifact" in evaluates and evaluates["artifact"] not in artifact_files():
         return f"artifact={evaluates['artifact']!r} is not an artifact; valid choices: {known_artifacts()}"
     if "where" in evaluates and not isinstance(evaluates["where"], dict):

@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from experiments.config.config_schema import section_problems
 from experiments.config.configuration import ConfigError
+from experiments.config.evaluation_kinds import settings_problems
 from experiments.config.run_schema import SECTIONS, EvaluateConfig, ModelSection, RunConfig
 from models.catalog import backbone_config, known_backbones
 from tasks.registry import task_families
@@ -42,6 +43,8 @@ def run_config_problems(config: dict) -> list[str]:
         problems += section_problems(schema, config[name], name)
     if config.get("evaluate") is not None:
         problems += section_problems(EvaluateConfig, config["evaluate"], "evaluate")
+        if isinstance(config["evaluate"], dict) and config["evaluate"].get("kind") is not None:
+            problems += settings_problems(config["evaluate"]["kind"], config["evaluate"].get("settings"), "evaluate")
     problems += task_problems(config["task"])
     problems += list(model_problems(json.dumps(config["model"], sort_keys=True)))
     return problems

@@ -9,7 +9,9 @@ them (results/paper/tables, experiments.reports.paper_tables) and the numbers th
         values:                        # numbers of the text, each for one cell
           - {cell: {model: rwkv6, optim.lr: 4.0e-4}, value: 16.38, source: "Appendix B.2"}
 
-A table row belongs to the cells whose keys it shares (``model``, and ``size`` where the table has sizes). A table
+A table row belongs to the cells whose keys it shares (``model``, and the table's ``size``, the cells'
+``model.size``); a table that prints several sizes gives no number to cells without a size (a smoke scale's
+stand-in sizes). A table
 with one column per value of a cell key (a column per task) names them by a mapping, and a row that names no single
 model of ours (``model`` empty) belongs to the cells of the value ``printed_as`` gives its printed name:
 
@@ -25,6 +27,7 @@ import pandas as pd
 from experiments.reports.paper_tables import available_paper_tables, paper_table
 
 NUMBERS_KEYS = ("table", "column", "where", "values", "printed_as", "ranking")
+SIZE_KEY = "model.size"  # the cell key of a paper table's ``size`` column (a size preset, e.g. 350m)
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,9 @@ def paper_numbers_of(paper: dict) -> PaperNumbers:
 def printed_rows(numbers: PaperNumbers, rows: pd.DataFrame, column: str) -> pd.Series:
     """The table's ``column`` for each row of ``rows`` (a frame of cell keys), joined on the keys they share; NaN for
     a row the table does not print. Rows printed without a model of ours join by ``printed_as``."""
-    printed = paper_table(numbers.table)
+    printed = paper_table(numbers.table).rename(columns={"size": SIZE_KEY})
+    if SIZE_KEY in printed and SIZE_KEY not in rows and printed[SIZE_KEY].nunique() > 1:
+        return pd.Series(float("nan"), index=rows.index)
     if numbers.printed_as and "model" in printed:
         value_of = {name: value for value, name in numbers.printed_as.items()}
         printed["model"] = printed["model"].fillna(printed["paper_name"].map(value_of))

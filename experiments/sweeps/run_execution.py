@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from experiments.atomic import temporary_prefix
 from experiments.config.artifacts import PlannedRun
+from experiments.config.evaluation_kinds import kind_run_function
 from experiments.sweeps.claims import (CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, heartbeat_seconds_for, holding,
                                        read_claim)
 from experiments.sweeps.run_outcome import RunOutcome
@@ -116,6 +117,10 @@ def remove_temporary_files(run_dir: Path) -> None:
 
 
 def train(config: DictConfig, run_dir: Path, run_function: str) -> dict[str, float]:
+    """Run ``run_function`` on the run; the default (training) gives way to the run function of the run's
+    evaluation kind (an ``evaluate`` section with a kind), a test's own run function does not."""
+    if run_function == DEFAULT_RUN_FUNCTION and config.get("evaluate") is not None:
+        run_function = kind_run_function(OmegaConf.to_container(config.evaluate)) or run_function
     function = import_run_function(run_function)
     num_threads = OmegaConf.select(config, "trainer.num_threads")
     if num_threads:

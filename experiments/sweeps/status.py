@@ -106,8 +106,8 @@ def print_plan(
 
 def print_training_runs(console: Console, runs: list[PlannedRun], statuses: list[str], root: Path,
                         stale_after_seconds: float) -> None:
-    """An evaluating artifact's runs, each with the training run whose checkpoint it loads and that run's status
-    (an evaluation run whose training run is not done fails before any compute)."""
+    """An evaluating artifact's runs, each with the training run whose checkpoint it loads and that run's status,
+    then the command that makes the training runs not done (a sweep holds their evaluation runs back until then)."""
     trained = [run.trained_by for run in runs]
     training_statuses = {training.run_id: planned_status(training, root, stale_after_seconds) for training in trained}
     not_done = sum(status != "done" for status in training_statuses.values())
@@ -118,6 +118,12 @@ def print_training_runs(console: Console, runs: list[PlannedRun], statuses: list
         console.print(f"  {run.run_id or '-'} [{status}] {replaced} <- {training.artifact} ({training.scale}) "
                       f"{training.run_id or '-'} [{training_statuses[training.run_id]}] {training.label}",
                       highlight=False, soft_wrap=True, markup=False)
+    missing = sorted({(training.artifact, training.scale) for training in trained
+                      if training_statuses[training.run_id] != "done"})
+    if missing:
+        commands = " and ".join(f"`xlstm-suite sweep {name} --scale {scale}`" for name, scale in missing)
+        console.print(f"The evaluation runs of training runs not done wait (a sweep runs them once those are done): "
+                      f"make those with {commands}", highlight=False, soft_wrap=True, markup=False)
 
 
 TO_RUN = ("pending", "failed", "damaged")  # what a sweep would run
@@ -202,12 +208,13 @@ def planned_status(run: PlannedRun, root: Path, stale_after_seconds: float) -> s
 
 def print_summary(
     console: Console, artifact: Artifact, scale: str, runs: list[PlannedRun], outcomes: list[tuple[PlannedRun, RunOutcome]],
-    not_started: list[PlannedRun] = (),
+    not_started: list[PlannedRun] = (), waiting: Sequence[str] = (),
 ) -> None:
+    """``waiting``: the ids of the evaluation runs held back until their training runs are done."""
     by_status: dict[str, list[tuple[PlannedRun, RunOutcome]]] = {}
     for run, outcome in outcomes:
         by_status.setdefault(outcome.status, []).append((run, outcome))
-    ran = {run.run_id for run, _ in outcomes} | {run.run_id for run in not_started}
+    ran = {run.run_id for run, _ in outcomes} | {run.run_id for run in not_started} | set(waiting)
     skipped = [run for run in runs if run.unavailable is None and run.run_id not in ran]
     unavailable = [run for run in runs if run.unavailable is not None]
     console.print(f"[bold]{artifact.name}[/] ({scale}) summary:")
@@ -219,6 +226,8 @@ def print_summary(
     console.print(f"  failed: {len(failed)}", style="red" if failed else None)
     for run, outcome in failed:
         console.print(f"    {run.label}: {outcome.detail}", highlight=False, soft_wrap=True)
+    if waiting:
+        console.print(f"  waiting for their training runs: {len(waiting)}", style="yellow")
     print_unavailable(console, unavailable)
     if not_started:
         console.print(f"  not started: {len(not_started)}", style="red")

@@ -32,6 +32,7 @@ from experiments.sweeps.run_outcome import RunOutcome
 from experiments.sweeps.run_store import (ERROR_FILE, RUN_STORE, failure_message, finished_result, run_directory,
                                           run_status)
 from experiments.sweeps.status import print_plan, print_summary
+from experiments.sweeps.training_runs import training_run_problem, training_sweep_command
 
 HYDRA_LAUNCHERS = {"SlurmLauncher": "submitit_slurm", "LocalLauncher": "submitit_local"}
 LAUNCHER_OVERRIDE = "hydra.launcher."
@@ -71,7 +72,11 @@ def run_sweep(
         print_plan(console, artifact, scale, runs, root, stale_after_seconds, verbose, accelerator)
         return 0
     pending = [run for run in runs if run.unavailable is None and finished_result(run_directory(run, root)) is None]
-    console.print(f"[bold]{artifact.name}[/] ({scale}): {len(runs)} runs planned, {len(pending)} to run")
+    waiting = waiting_for_training(pending, root)
+    pending = [run for run in pending if run.run_id not in waiting]
+    console.print(f"[bold]{artifact.name}[/] ({scale}): {len(runs)} runs planned, {len(pending)} to run"
+                  + (f", {len(waiting)} waiting for their training runs" if waiting else ""))
+    print_waiting(console, waiting)
     if pending:
         check_store_writable(root)
 
@@ -91,13 +96,36 @@ def run_sweep(
         return INTERRUPTED_EXIT_CODE
     launched = {run.run_id for run, _ in outcomes}
     not_started = [run for run in pending if run.run_id not in launched]
-    print_summary(console, artifact, scale, runs, outcomes, not_started)
+    print_summary(console, artifact, scale, runs, outcomes, not_started, waiting=list(waiting))
     if not_started:
         fault = next(outcome.store_error for _, outcome in outcomes if outcome.stops_the_sweep)
         console.print(f"[red]stopped[/]: the run store cannot be written ({describe_os_error(fault)}); "
                       f"{len(not_started)} runs not started. Free space or make it writable, then rerun the same command.",
                       soft_wrap=True)
     return 1 if not_started or any(outcome.status == "failed" for _, outcome in outcomes) else 0
+
+
+def waiting_for_training(runs: list[PlannedRun], root: Path) -> dict[str, tuple[str, str]]:
+    """Run id -> (why its training run is not ready, the command that makes it), for the evaluation runs among
+    ``runs`` that must wait: neither run nor failed, a later sweep runs them once their training runs are done."""
+    waiting = {}
+    for run in runs:
+        evaluate = run.config.get("evaluate")
+        problem = training_run_problem(evaluate, root) if evaluate is not None else None
+        if problem:
+            waiting[run.run_id] = problem, training_sweep_command(evaluate)
+    return waiting
+
+
+def print_waiting(console: Console, waiting: dict[str, tuple[str, str]]) -> None:
+    """Each training run that evaluation runs wait for, once, then the commands that make them."""
+    problems = dict.fromkeys(problem for problem, _ in waiting.values())
+    for problem in problems:
+        console.print(f"  waiting: {problem}", highlight=False, soft_wrap=True, markup=False)
+    if waiting:
+        commands = " and ".join(f"`{command}`" for command in sorted({command for _, command in waiting.values()}))
+        console.print(f"{len(waiting)} evaluation runs wait for {len(problems)} training runs: make them with "
+                      f"{commands}, then rerun this sweep", highlight=False, soft_wrap=True, markup=False)
 
 
 class StoreNotWritable(Exception):

@@ -13,6 +13,8 @@ from lightning.pytorch.loggers import CSVLogger
 from omegaconf import DictConfig, OmegaConf
 
 from experiments.config.validation import backbone_options, validate_run_config
+from experiments.sweeps.run_store import finished_result
+from experiments.sweeps.training_runs import evaluated_checkpoints, named, training_directory, training_run_problem
 from experiments.training.checkpoints import (LAST, AtomicCheckpointIO, RunConfigInCheckpoint, checkpoint_callbacks,
                                               resume_point, resumed_config_yaml)
 from experiments.training.data import build_datamodule
@@ -96,27 +98,17 @@ def training_checkpoint(config: DictConfig, run_dir: Path) -> tuple[Path, dict]:
     """The checkpoint file an evaluation-only run loads and its training run's result.json, found in the same run
     store as ``run_dir`` (<root>/<scale>/<artifact>/<run_id>); TrainingRunMissing naming the training run
     (artifact, scale, cell, run id) when it is not finished or its checkpoint is missing."""
-    from experiments.sweeps.run_store import finished_result
-
-    evaluate = config.evaluate
-    training_dir = Path(run_dir).parents[2] / evaluate.scale / evaluate.artifact / evaluate.run_id
-    named = (f"training run {evaluate.run_id} of {evaluate.artifact} ({evaluate.scale} scale; cell {evaluate.cell})")
-    result = finished_result(training_dir)
-    if result is None:
-        raise TrainingRunMissing(f"{named} is not finished: {training_dir} holds no result.json; run `xlstm-suite "
-                                 f"sweep {evaluate.artifact} --scale {evaluate.scale}` first")
-    checkpoints = training_dir / "checkpoints"
-    found = ([checkpoints / "last.ckpt"] if evaluate.checkpoint == "last" else
-             [path for path in sorted(checkpoints.glob("*.ckpt")) if path.name != "last.ckpt"])
-    if len(found) != 1 or not found[0].exists():
-        raise TrainingRunMissing(f"{named} has no single {evaluate.checkpoint} checkpoint in {checkpoints} (found "
-                                 f"{[path.name for path in found]}); it was trained with trainer.checkpoint=false, or "
-                                 "its checkpoints were removed")
+    evaluate = OmegaConf.to_container(config.evaluate)
+    root = Path(run_dir).parents[2]
+    problem = training_run_problem(evaluate, root)
+    if problem:
+        raise TrainingRunMissing(problem)
+    training_dir = training_directory(evaluate, root)
     trained_model = OmegaConf.load(training_dir / "config.yaml").model
     if OmegaConf.to_container(trained_model) != OmegaConf.to_container(config.model):
-        raise TrainingRunMissing(f"{named} trained another model config than this run's: {trained_model} vs "
-                                 f"{config.model}")
-    return found[0], result
+        raise TrainingRunMissing(f"{named(evaluate)} trained another model config than this run's: {trained_model} "
+                                 f"vs {config.model}")
+    return evaluated_checkpoints(training_dir, evaluate["checkpoint"])[0], finished_result(training_dir)
 
 
 def run_evaluation(config: DictConfig, run_dir: Path) -> dict[str, float]:

@@ -1,0 +1,86 @@
+"""Evaluation kinds by name: what an evaluation run does with a finished training run's checkpoint.
+
+An evaluating artifact names a kind (``evaluates.kind``) and its settings (``evaluates.settings``); each of its runs
+is a training run's config extended by the ``evaluate`` section, which holds the kind and its settings with every
+default filled in (experiments.config.artifacts). A kind is its settings' schema (a dataclass, checked like every
+other section, without torch) and the dotted path of its run function (``run(config, run_dir) -> metrics``), which
+the sweep runs instead of training (experiments.sweeps.run_execution). The registry lives here, not in
+experiments/evaluation, because a config is checked before any compute and config imports nothing above it; the
+run functions live in experiments/evaluation.
+
+Without a kind, an evaluating artifact evaluates the checkpoint on its own task settings (its grid replaces the
+training cell's values, e.g. a longer context) with the task's validation and test metrics
+(experiments.training.train.run_evaluation).
+"""
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Literal
+
+from experiments.config.config_schema import section_problems
+from experiments.config.run_schema import AT_LEAST_ONE
+from tasks.lm.paloma import HUB_ID, SOURCES, SPLITS
+
+
+@dataclass
+class PalomaSettings:
+    """PALOMA as the paper scores it (Appendix "Details on PALOMA"): documents cut into windows of ``window`` tokens
+    (its 2048, the models' training context), "evaluated in bfloat16 Mixed Precision" (``precision``), every token
+    of a document scored once (tasks.lm.paloma_windows). The paper does not say which split it scores: ``val`` here,
+    the split PALOMA's own evaluation code scores (OLMo-Eval's task set ``paloma_hf_release_val``).
+
+    ``location``: a local clone of the hub repository (``<source>/<split>/*.jsonl.gz``), the hub id, or ``sample``:
+    a few sonnets per source in PALOMA's layout (tasks.lm.paloma_sample), the smoke scale's offline stand-in.
+    ``sources``: the hub configs scored (a table's columns need theirs). ``tokens_per_batch``: input positions per
+    forward pass (speed and memory only)."""
+
+    location: str = HUB_ID
+    split: Literal[SPLITS] = "val"
+    sources: list[str] = field(default_factory=lambda: list(SOURCES))
+    window: int = field(default=2048, metadata=AT_LEAST_ONE)
+    tokens_per_batch: int = field(default=16384, metadata=AT_LEAST_ONE)
+    precision: Literal["bf16-mixed", "32-true"] = "bf16-mixed"
+
+    def problems(self) -> list[str]:
+        problems = [f"sources: {source!r} is not a PALOMA source; valid choices: {list(SOURCES)}"
+                    for source in self.sources if source not in SOURCES]
+        if not self.sources:
+            problems.append(f"sources=[] names no source; valid choices: {list(SOURCES)}")
+        if self.tokens_per_batch < self.window:
+            problems.append(f"tokens_per_batch={self.tokens_per_batch} must hold one window of window={self.window} "
+                            "tokens")
+        return problems
+
+
+@dataclass(frozen=True)
+class EvaluationKind:
+    settings: type  # a dataclass whose every field has a default
+    run_function: str  # dotted path of run(config, run_dir) -> metrics
+
+
+EVALUATION_KINDS = {
+    "paloma": EvaluationKind(PalomaSettings, "experiments.evaluation.paloma_run.run_paloma"),
+}
+
+
+def settings_problems(kind: object, settings: object, prefix: str) -> list[str]:
+    """Why ``kind`` is not a kind or ``settings`` not its settings (one message per bad value); [] when sound."""
+    if kind not in EVALUATION_KINDS:
+        return [f"{prefix}.kind={kind!r} is not valid; valid choices: {sorted(EVALUATION_KINDS)}"]
+    return section_problems(EVALUATION_KINDS[kind].settings, settings if settings is not None else {},
+                            f"{prefix}.settings")
+
+
+def resolved_settings(kind: str, settings: dict | None) -> dict:
+    """The kind's settings with every default filled in (checked first: ValueError naming each bad value)."""
+    problems = settings_problems(kind, settings, "evaluates")
+    if problems:
+        raise ValueError("\n".join(problems))
+    return dataclasses.asdict(EVALUATION_KINDS[kind].settings(**(settings or {})))
+
+
+def kind_run_function(evaluate: dict | None) -> str | None:
+    """The run function of an ``evaluate`` section's kind; None for a training run (no section) and for an
+    evaluation without a kind (the training run function evaluates those)."""
+    kind = (evaluate or {}).get("kind")
+    return None if kind is None else EVALUATION_KINDS[kind].run_function

@@ -1,0 +1,101 @@
+"""The ``paloma`` evaluation kind's run: a finished language-model training run's checkpoint scored on PALOMA.
+
+The run loads the checkpoint its ``evaluate`` section names into the model its config builds (on the CPU, then
+moved to the accelerator), scores the documents of ``evaluate.settings`` (experiments.config.evaluation_kinds.
+PalomaSettings) window by window (tasks.lm.paloma_windows, experiments.evaluation.paloma_likelihoods) and writes
+``paloma.csv`` into the run directory: one row per subdomain and one per source (tokens, log-likelihood,
+perplexity). Its metrics, result.json's: ``paloma/<column>`` for the columns of every paper table whose sources it
+scored (experiments.evaluation.paloma_scores.TABLES: ppleval's 12 sources and average, ppleval_app's 4),
+``paloma/tokens``, the training run's metrics prefixed ``trained/``, ``train/steps`` 0 and ``eval/seconds``.
+"""
+
+import time
+from contextlib import nullcontext
+from pathlib import Path
+
+import pandas as pd
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from experiments.atomic import write_text_atomic
+from experiments.config.evaluation_kinds import PalomaSettings
+from experiments.evaluation.paloma_likelihoods import document_likelihoods
+from experiments.evaluation.paloma_scores import TABLES, source_perplexities, subdomain_perplexities, table_columns
+from experiments.training.train import build_module, training_checkpoint
+from tasks.lm.paloma import read_documents
+from tasks.lm.paloma_sample import SAMPLE_LOCATION, paloma_sample
+from tasks.lm.paloma_windows import tokenize, window_batches
+from tasks.lm.tokenizer import tokenizer
+from tasks.registry import task_spec
+
+SCORES_FILE = "paloma.csv"
+
+
+def run_paloma(config: DictConfig, run_dir: Path) -> dict[str, float]:
+    """Score the training run's checkpoint on PALOMA; TrainingRunMissing before any compute if it is not there."""
+    checkpoint, trained = training_checkpoint(config, run_dir)
+    settings = PalomaSettings(**OmegaConf.to_container(config.evaluate.settings))
+    started = time.perf_counter()
+    model, device = trained_language_model(config, checkpoint)
+    name = language_model_tokenizer(config)
+    documents = list(read_documents(data_location(settings.location), settings.split, settings.sources))
+    batches = window_batches(tokenize([document.text for document in documents], name), settings.window,
+                             settings.tokens_per_batch, tokenizer(name).end_of_text)
+    with precision_context(settings.precision, device):
+        likelihoods = document_likelihoods(model, batches, len(documents), device)
+    scores = pd.DataFrame({"source": [document.source for document in documents],
+                           "subdomain": [document.subdomain for document in documents],
+                           "log_likelihood": likelihoods.log_likelihood, "tokens": likelihoods.tokens})
+    subdomains = subdomain_perplexities(scores)
+    sources = source_perplexities(subdomains)
+    write_text_atomic(Path(run_dir) / SCORES_FILE, scores_csv(subdomains, sources))
+    metrics = {f"paloma/{column}": float(value) for table, columns in TABLES.items()
+               if set(columns.values()) <= set(sources.index) for column, value in table_columns(sources, table).items()}
+    metrics["paloma/tokens"] = float(sources["tokens"].sum())
+    metrics |= {f"trained/{metric}": value for metric, value in trained["metrics"].items()}
+    metrics["train/steps"] = 0.0
+    metrics["eval/seconds"] = time.perf_counter() - started
+    return metrics
+
+
+def trained_language_model(config: DictConfig, checkpoint: Path) -> tuple[torch.nn.Module, torch.device]:
+    """The run's language model (tokens (B, S) -> logits (B, S, V)) with the checkpoint's weights, in eval mode on
+    the accelerator the run's trainer names (a GPU when it names one and one is there, else the CPU)."""
+    spec = task_spec(OmegaConf.to_container(config.task, resolve=True))
+    if spec.output_kind != "vocab":
+        raise ValueError(f"the paloma evaluation scores language models; task {spec.name!r} has output kind "
+                         f"{spec.output_kind!r}, not 'vocab'")
+    module = build_module(config, spec)  # on the CPU
+    module.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=False)["state_dict"])
+    wants_gpu = config.trainer.accelerator != "cpu"
+    device = torch.device("cuda" if wants_gpu and torch.cuda.is_available() else "cpu")
+    return module.model.eval().to(device), device
+
+
+def language_model_tokenizer(config: DictConfig) -> str:
+    name = config.task.get("tokenizer")
+    if name is None:
+        raise ValueError(f"the paloma evaluation needs the task's tokenizer (task.tokenizer); task "
+                         f"{config.task.get('name')!r} names none")
+    return name
+
+
+def data_location(location: str) -> str | Path:
+    """The stand-in's folder for ``sample``; a local clone or the hub id as given."""
+    return paloma_sample() if location == SAMPLE_LOCATION else location
+
+
+def precision_context(precision: str, device: torch.device):
+    """bf16-mixed: autocast to bfloat16 with float32 weights (the paper's "bfloat16 Mixed Precision"); 32-true: none."""
+    if precision == "bf16-mixed":
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return nullcontext()
+
+
+def scores_csv(subdomains: pd.DataFrame, sources: pd.DataFrame) -> str:
+    """One row per subdomain (``level`` subdomain) and per source (``level`` source, subdomain empty)."""
+    by_subdomain = subdomains.reset_index().assign(level="subdomain")
+    by_source = sources.reset_index().assign(level="source", subdomain="")
+    columns = ["level", "source", "subdomain", "tokens", "log_likelihood", "perplexity"]
+    by_source["log_likelihood"] = subdomains.groupby(level="source")["log_likelihood"].sum().reindex(sources.index).to_numpy()
+    return pd.concat([by_subdomain, by_source])[columns].to_csv(index=False)

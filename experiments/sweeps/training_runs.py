@@ -1,0 +1,50 @@
+"""The training run an evaluation run loads (its ``evaluate`` section names it): where it is in the run store, the
+checkpoint it is evaluated at, and why it is not ready yet (no result.json, no such checkpoint).
+
+A sweep holds an evaluation run back while its training run is not ready (neither run nor failed: the sweep names
+the training runs and the command that makes them); the evaluation itself checks again before any compute
+(experiments.training.train.training_checkpoint)."""
+
+from pathlib import Path
+from typing import Mapping
+
+from experiments.sweeps.run_store import finished_result
+
+CHECKPOINTS = "checkpoints"  # experiments.training.checkpoints writes a run's checkpoints here
+LAST = "last.ckpt"
+
+
+def training_directory(evaluate: Mapping, root: Path) -> Path:
+    """<root>/<scale>/<artifact>/<run_id> of the training run the section names."""
+    return Path(root) / evaluate["scale"] / evaluate["artifact"] / evaluate["run_id"]
+
+
+def named(evaluate: Mapping) -> str:
+    return (f"training run {evaluate['run_id']} of {evaluate['artifact']} ({evaluate['scale']} scale; cell "
+            f"{evaluate.get('cell', '')})")
+
+
+def training_sweep_command(evaluate: Mapping) -> str:
+    return f"xlstm-suite sweep {evaluate['artifact']} --scale {evaluate['scale']}"
+
+
+def evaluated_checkpoints(training_dir: Path, checkpoint: str) -> list[Path]:
+    """The checkpoint files of ``checkpoint`` (last: last.ckpt; best: every other .ckpt, one in a sound run)."""
+    folder = training_dir / CHECKPOINTS
+    if checkpoint == "last":
+        return [path for path in [folder / LAST] if path.exists()]
+    return [path for path in sorted(folder.glob("*.ckpt")) if path.name != LAST]
+
+
+def training_run_problem(evaluate: Mapping, root: Path) -> str | None:
+    """Why the training run is not ready to be evaluated (naming it and the command that makes it); None if ready."""
+    training_dir = training_directory(evaluate, root)
+    if finished_result(training_dir) is None:
+        return (f"{named(evaluate)} is not finished: {training_dir} holds no result.json; run `"
+                f"{training_sweep_command(evaluate)}` first")
+    found = evaluated_checkpoints(training_dir, evaluate["checkpoint"])
+    if len(found) != 1:
+        return (f"{named(evaluate)} has no single {evaluate['checkpoint']} checkpoint in {training_dir / CHECKPOINTS} "
+                f"(found {[path.name for path in found]}); it was trained with trainer.checkpoint=false, or its "
+                f"checkpoints were removed: remove {training_dir} and run `{training_sweep_command(evaluate)}`")
+    return None
