@@ -80,8 +80,10 @@ def test_the_harness_multiple_choice_accuracy_is_the_argmax_of_our_summed_contin
 
 def test_the_harness_cloze_perplexity_and_accuracy_are_ours(harness_run):
     model, results = harness_run
-    scored = [direct_log_likelihood(model, *passage["text"].rsplit(" ", 1)[0:1], " " + passage["text"].rsplit(" ", 1)[1])
-              for passage in CLOZE_PASSAGES]
+    scored = []
+    for passage in CLOZE_PASSAGES:  # LAMBADA's form: the passage's last word given the words before it
+        context, word = passage["text"].rsplit(" ", 1)
+        scored.append(direct_log_likelihood(model, context, " " + word))
     scores = results["results"]["sample_cloze"]
     assert scores["perplexity,none"] == pytest.approx(math.exp(-np.mean([each[0] for each in scored])), rel=1e-4)
     assert scores["acc,none"] == pytest.approx(np.mean([each[1] for each in scored]))
@@ -101,6 +103,24 @@ def test_a_request_longer_than_the_training_context_is_scored_whole(name):
     expected, expected_greedy = direct_log_likelihood(model, context, continuation)
     assert likelihood == pytest.approx(expected, abs=1e-4) and greedy == expected_greedy
     assert likelihood < 0
+
+
+def test_each_precision_scores_its_own_way_and_leaves_the_loaded_model_as_it_was():
+    model = tiny_model()
+    tokens = encoding().encode_ordinary("Shall I compare thee to a summer's day? Thou art more lovely")
+    scores = {}
+    for precision in ("32-true", "bf16-true", "bf16-mixed"):
+        harness = SuiteLanguageModel(model, "gpt2", context_length=8, precision=precision)
+        assert next(harness.model.parameters()).dtype == (torch.bfloat16 if precision == "bf16-true" else torch.float32)
+        scores[precision] = harness._loglikelihood_tokens([(None, tokens[:4], tokens[4:])])[0][0]
+    assert next(model.parameters()).dtype == torch.float32
+    assert scores["32-true"] == pytest.approx(direct_log_likelihood(model, *split_text(tokens, 4))[0], abs=1e-4)
+    assert scores["bf16-true"] != scores["32-true"] and scores["bf16-mixed"] != scores["32-true"]
+    assert scores["bf16-true"] == pytest.approx(scores["32-true"], rel=0.05)  # rounding, not another model
+
+
+def split_text(tokens: list[int], context: int) -> tuple[str, str]:
+    return encoding().decode(tokens[:context]), encoding().decode(tokens[context:])
 
 
 def test_rolling_log_likelihood_scores_every_token_after_the_end_of_text_token():
