@@ -241,3 +241,17 @@ def test_smoke_scale_trains_evaluates_and_reports(tmp_path):
     assert outcome.status == "written"
     table = pd.read_csv(reports / "smoke" / "lmeval.csv")
     assert len(table) == 4 and table["ours"].notna().all()
+
+    # the registered model by name, from the training run's directory, scores as the evaluation run did
+    from lm_eval.tasks import TaskManager
+
+    from experiments.sweeps.training_runs import training_directory
+
+    run = load_artifact("lmeval").runs("smoke")[0]
+    trained = training_directory(run.config.evaluate, root)
+    by_name = lm_eval.simple_evaluate(model="xlstm-suite", model_args=f"run={trained}", tasks=["sample_cloze"],
+                                      task_manager=TaskManager(include_path=str(lmeval_sample())),
+                                      bootstrap_iters=0, log_samples=False)
+    evaluated = json.loads((root / "smoke" / "lmeval" / run.run_id / "lmeval.json").read_text())["32-true"]
+    assert by_name["results"]["sample_cloze"]["perplexity,none"] == pytest.approx(
+        evaluated["sample_cloze/perplexity"], rel=1e-6)

@@ -12,8 +12,8 @@ Precision: ``32-true`` as loaded, ``bf16-true`` a bfloat16 copy of the weights, 
 bfloat16 with float32 weights (experiments.evaluation.trained_models.precision_context). Log-probabilities are
 taken in float32 from the logits.
 
-As a harness model by name: ``lm_eval --model xlstm-suite --model_args run=<training run dir>,precision=bf16-mixed``
-loads the run's last checkpoint.
+By name, once this module is imported: ``lm_eval.simple_evaluate(model="xlstm-suite", model_args="run=<training
+run dir>,precision=bf16-mixed", ...)`` loads the run's last checkpoint.
 """
 
 import copy

@@ -30,11 +30,13 @@ VALIDATION_PERPLEXITY = "val/perplexity"
 
 
 def harness_tasks(settings: LmevalSettings):
-    """The harness's task manager with ``task_dir`` added (``sample``: tasks.lm.lmeval_sample's folder); ValueError naming each task it does not know."""
+    """The harness's task manager with ``task_dir`` added (``sample``: tasks.lm.lmeval_sample's folder); ValueError
+    naming each task it does not know."""
     try:
         from lm_eval.tasks import TaskManager
     except ImportError as error:
-        raise ImportError("the lmeval evaluation needs the LM Evaluation Harness: pip install -e '.[lmeval]'") from error
+        needed = "the lmeval evaluation needs the LM Evaluation Harness: pip install -e '.[lmeval]'"
+        raise ImportError(needed) from error
     folder = lmeval_sample() if settings.task_dir == SAMPLE_TASK_DIR else settings.task_dir
     if folder is not None and not Path(folder).is_dir():
         raise ValueError(f"evaluate.settings.task_dir={settings.task_dir!r} is not a folder (nor {SAMPLE_TASK_DIR!r}, "
