@@ -191,6 +191,14 @@ def test_each_training_run_is_evaluated_once_with_the_papers_tasks_and_precision
     assert runs[0].config.evaluate.kind == "lmeval"
 
 
+def test_the_report_puts_the_papers_average_accuracy_beside_each_paper_cell():
+    from experiments.reports.paper_numbers import with_paper_numbers
+
+    cells = pd.DataFrame({"model": ["xlstm_1_0", "llama", "mamba"], "model.size": ["1.3b", "125m", "760m"]})
+    paper = with_paper_numbers(cells, load_artifact("lmeval").paper, ["model", "model.size"])
+    assert paper.tolist() == [58.48, 41.78, 53.86]  # Table lmeval's Average column
+
+
 @pytest.mark.parametrize("settings, message", [
     ("{precisions: [fp16]}", "evaluates.settings.precisions=['fp16'] must be a list of one of ['32-true', "
                              "'bf16-true', 'bf16-mixed']"),
