@@ -212,6 +212,9 @@ def print_summary(
     unavailable = [run for run in runs if run.unavailable is not None]
     console.print(f"[bold]{artifact.name}[/] ({scale}) summary:")
     console.print(f"  done now: {len(by_status.get('done', []))}")
+    for run, outcome in by_status.get("done", []):
+        if outcome.detail:  # a diverged run
+            console.print(f"    {run.label}: {outcome.detail}", style="yellow", highlight=False, soft_wrap=True)
     console.print(f"  skipped, already done: {len(skipped) + len(by_status.get('already done', []))}")
     for run, outcome in by_status.get("claimed", []):
         console.print(f"  running elsewhere: {run.label} ({outcome.detail})", soft_wrap=True)
