@@ -171,6 +171,13 @@ class XLSTMStackConfig:
                 raise ValueError(f"xlstm.embedding_dim={self.embedding_dim} must be divisible by "
                                  f"mlstm.num_heads={self.mlstm.num_heads} (the post up-projection mLSTM's heads)")
 
+    def mlstm_cell_dim(self) -> int:
+        """Features of the mLSTM cell: the up-projected inner dim in the pre up-projection block, the embedding dim in
+        the post up-projection block."""
+        if self.mlstm_block == "post_up_projection":
+            return self.embedding_dim
+        return self.mlstm.inner_dim(self.embedding_dim)
+
     @property
     def block_types(self) -> list[str]:
         return ["slstm" if index in self.slstm_at else "mlstm" for index in range(self.num_blocks)]
