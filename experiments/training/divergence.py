@@ -10,7 +10,7 @@ from lightning.pytorch.callbacks import Callback
 
 class StopWhenDiverged(Callback):
     """Stops training after the first batch whose loss is not finite on any process; ``diverged_at_step``: the
-    optimizer step it belongs to (None while the loss stays finite)."""
+    optimizer steps taken by then, that batch's step included (None while the loss stays finite)."""
 
     def __init__(self) -> None:
         self.diverged_at_step: int | None = None
