@@ -26,7 +26,7 @@ mixing(S) per block and token, S the training sequence length (forward):
 
 - attention (Llama, GPT-3): 4 S E, QK^T and AV over the full S x S square. No causal halving: the convention of
   PaLM's MFU and Chinchilla, and what torch.utils.flop_counter counts for a causal SDPA;
-- mLSTM, E_in = its up-projected inner dimension, DH = E_in / heads, by the config's ``formulation`` (the paper
+- mLSTM, E_in = its cell's features (the up-projected inner dimension; E in the post up-projection block), DH = E_in / heads, by the config's ``formulation`` (the paper
   trains with the chunkwise kernels, our default): parallel 4 S E_in (the same square as attention); chunkwise
   with chunks of L = min(chunk_size, S) steps 4 L E_in (within chunks) + 4 DH E_in (K^T V into each chunk's DH x DH
   state, and Q times the carried state) + 4 E_in (the normaliser state n: a chunk's weighted sum of keys, and q n);
@@ -155,8 +155,8 @@ def chunkwise_matrix_memory(S: int, chunk_size: int, key_width: int, value_width
     return 2.0 * L * (key_width + value_width) + 4.0 * key_width * head_value_dim
 
 
-def mlstm(S: int, config: MLSTMLayerConfig, embedding_dim: int) -> float:
-    inner = config.inner_dim(embedding_dim)
+def mlstm(S: int, config: MLSTMLayerConfig, inner: int) -> float:
+    """``inner``: the cell's features (XLSTMStackConfig.mlstm_cell_dim)."""
     head_dim = inner // config.num_heads
     if config.formulation == "parallel":
         return attention(S, inner)
@@ -175,7 +175,7 @@ def _xlstm(config: XLSTMStackConfig, S: int) -> float:
     """The mLSTM blocks' mixing; the sLSTM's recurrent matrix is among the matmul parameters. An sLSTM-only stack
     need not have a valid mLSTM inner dimension, so it is not asked for one."""
     mlstm_blocks = config.block_types.count("mlstm")
-    return mlstm_blocks * mlstm(S, config.mlstm, config.embedding_dim) if mlstm_blocks else 0.0
+    return mlstm_blocks * mlstm(S, config.mlstm, config.mlstm_cell_dim()) if mlstm_blocks else 0.0
 
 
 def _linear_rnn(config, S: int) -> float:

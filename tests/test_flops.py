@@ -109,6 +109,11 @@ CASES = {
     "xlstm_1_0 parallel": ({"mlstm": {"formulation": "parallel", "backend": "torch_autograd"}},
                            lambda estimate: estimate + conv_overcount(2 * WIDTH)
                            + 2 * (2 * (2 * WIDTH // 4) * 2 * WIDTH + 2 * 2 * WIDTH) * BATCH * LENGTH),
+    # the mLSTM at the embedding dim (Table abl_matrixmemory), without the convolution: no extra at all
+    "xlstm_1_0 post-up-projection": ({"mlstm_block": "post_up_projection", "feedforward": {"gated": False},
+                                      "mlstm": {"formulation": "chunkwise", "chunk_size": 8,
+                                                "backend": "torch_autograd", "conv1d_kernel_size": 0}},
+                                     lambda estimate: estimate),
     # the first step's recurrent matmul multiplies h_0 = 0, which needs no gradient: one weight-sized matmul less
     "xlstm_0_1": ({"slstm": {"backend": "torch_autograd"}},
                   lambda estimate: estimate + conv_overcount(WIDTH) - 2 * 4 * WIDTH * (WIDTH // 4) * BATCH),

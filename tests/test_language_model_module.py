@@ -88,6 +88,18 @@ def test_perplexity_is_the_token_weighted_mean_cross_entropys_exponential():
     assert logged["val/perplexity"].item() == pytest.approx(math.exp(expected.item()), rel=1e-6)
 
 
+def test_a_batch_with_a_nan_loss_makes_the_splits_loss_nan_not_a_mean_of_the_others():
+    """A diverging model must not show the perplexity of the batches it still gets finite (torchmetrics' default
+    drops NaN values)."""
+    module = LanguageModelModule(SPEC, LanguageModel(torch.nn.Identity(), VOCAB, 8), optim={}, max_steps=1)
+    module.loss["val"].update(torch.tensor(2.0), weight=torch.tensor(5))
+    module.loss["val"].update(torch.tensor(math.nan), weight=torch.tensor(17))
+    logged = {}
+    module.log_dict = lambda values, **_: logged.update(values)
+    module.on_validation_epoch_end()
+    assert math.isnan(logged["val/loss"].item()) and math.isnan(logged["val/perplexity"].item())
+
+
 def test_the_module_refuses_a_task_that_is_not_language_modelling():
     spec = TaskSpec(name="parity", input_kind="tokens", input_size=2, num_classes=2, random_accuracy=0.5, group="R")
     with pytest.raises(ValueError, match="output kind 'vocab'"):

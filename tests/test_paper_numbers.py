@@ -32,7 +32,29 @@ def test_an_artifact_without_numbers_gets_none():
     assert with_paper_numbers(cells, {}, CELLS).isna().all()
 
 
+MATRIX_MEMORY = {"table": "abl_matrixmemory", "column": "ppl_slimpajama_15b", "rows": [
+    {"cell": {"block": "post"}, "row": {"details": "Post Up-Projection Block (ReLU2)"}},
+    {"cell": {"block": "pre", "conv": 0}, "row": {"details": "Pre Up-Projection Block, No Convolution"}},
+    {"cell": {"block": "pre", "conv": 4}, "row": {"num_blocks": 48, "params_m": 409.3}}]}
+
+
+def test_variants_of_one_model_get_the_row_their_rows_entry_names():
+    """Table abl_matrixmemory prints xLSTM[1:0] three times; each variant takes its own row, named by any columns."""
+    cells = pd.DataFrame({"model": ["xlstm_1_0"] * 3 + ["llama"], "block": ["pre", "post", "pre", "pre"],
+                          "conv": [4, 0, 0, 4]})
+    values = with_paper_numbers(cells, {"numbers": MATRIX_MEMORY}, ["model", "block", "conv"])
+    assert values[:3].tolist() == [13.43, 13.90, 15.41]
+    assert pd.isna(values[3])  # the table has no Llama row
+
+
 @pytest.mark.parametrize("numbers, message", [
+    ({"table": "abl_matrixmemory", "column": "ppl_slimpajama_15b", "rows": [{"cell": {"model": "xlstm_1_0"},
+                                                                            "row": {"num_blocks": 48}}]},
+     "paper.numbers.rows[0]: row {'num_blocks': 48} matches 2 rows of abl_matrixmemory, not one"),
+    ({"table": "abl_matrixmemory", "column": "ppl_slimpajama_15b", "rows": [{"cell": {"model": "xlstm_1_0"},
+                                                                            "row": {"blocks": 48}}]},
+     "['blocks'] are not columns of abl_matrixmemory; valid choices"),
+    ({"rows": [{"cell": {"seed": 0}, "row": {"details": "x"}}]}, "needs cell (keys of ['model', 'optim.lr']) and row"),
     ({"table": "table1"}, "needs both table and column"),
     ({"table": "table1", "column": "ppl"}, "paper.numbers.table='table1' is not valid; valid choices: ["),
     ({"table": "spaj15b_model_results", "column": "ppl"}, "'ppl' is not a column of spaj15b_model_results"),

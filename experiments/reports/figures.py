@@ -1,5 +1,6 @@
 """Figures in the paper's style (seaborn/matplotlib, no display needed)."""
 
+import textwrap
 from pathlib import Path
 from typing import Callable
 
@@ -165,13 +166,18 @@ def point_panels(data: pd.DataFrame, *, x: str, panel: str | None, x_names: dict
     return figure
 
 
+BAR_LABEL_WIDTH = 48  # characters of a bar's label per line
+
+
 def bar_panels(data: pd.DataFrame, *, names: list[str], columns: dict[str, str], title: str,
                x_label: str) -> plt.Figure:
     """Horizontal bars, a row per cell of ``data`` (named by ``names``, top to bottom in data's order) and a panel
     per entry of ``columns`` (panel title -> the column it draws), each panel on its own scale, the value written at
     each bar: the paper's numbers beside ours, in the same row order, so that the orders can be compared by eye."""
+    names = [textwrap.fill(name, BAR_LABEL_WIDTH) for name in names]  # a cell named by many keys takes lines
+    row_height = 0.32 * max(1.0, 0.6 * max((name.count("\n") + 1 for name in names), default=1))  # rows are evenly spaced
     figure, axes = plt.subplots(1, len(columns), squeeze=False, sharey=True,
-                                figsize=(1.5 + 3.2 * len(columns), 1.2 + 0.32 * len(data)))
+                                figsize=(1.5 + 3.2 * len(columns), 1.2 + row_height * len(data)))
     positions = list(range(len(data)))
     for column, (panel_title, values) in enumerate(columns.items()):
         ax = axes[0, column]

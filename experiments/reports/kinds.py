@@ -95,10 +95,13 @@ def scaling_figure(layout: ScalingReport, table: pd.DataFrame, title: str) -> pl
                            y_label=metric_label_with_split(layout.metric), count_name=short_count)
 
 
-def table_figure(layout, table: pd.DataFrame, title: str) -> plt.Figure:
+def table_figure(layout, table: pd.DataFrame, title: str) -> plt.Figure | None:
     """A bar per cell with our value, and beside it the paper's where it prints numbers; rows by the paper's value,
-    lowest first (cells it has no number for last), so that a bar out of step is an order the paper does not share."""
+    lowest first (cells it has no number for last), so that a bar out of step is an order the paper does not share.
+    None when no cell has a value (every finished run diverged)."""
     shown = table.dropna(subset=["ours"]).sort_values("paper", na_position="last", kind="stable")
+    if shown.empty:
+        return None
     columns = {"ours": "ours"}
     if shown["paper"].notna().any():
         columns = {"the paper": "paper", "ours": "ours"}

@@ -11,9 +11,14 @@ them (results/paper/tables, experiments.reports.paper_tables) and the numbers th
 
 A table row belongs to the cells whose keys it shares (``model``, and the table's ``size``, the cells'
 ``model.size``); a table that prints several sizes gives no number to cells without a size (a smoke scale's
-stand-in sizes). A table
-with one column per value of a cell key (a column per task) names them by a mapping, and a row that names no single
-model of ours (``model`` empty) belongs to the cells of the value ``printed_as`` gives its printed name:
+stand-in sizes). Where the table prints one model several times (variants of it), ``rows`` names the printed row of
+the cells of each variant (of that row's model):
+
+        rows:                          # the cells matching ``cell`` take the row whose columns have these values
+          - {cell: {model.options.mlstm.conv1d_kernel_size: 0}, row: {details: "Pre Up-Projection Block, No Convolution"}}
+
+A table with one column per value of a cell key (a column per task) names them by a mapping, and a row that names no
+single model of ours (``model`` empty) belongs to the cells of the value ``printed_as`` gives its printed name:
 
         column: {task: {lra_listops: listops_acc, lra_pathfinder: pathfinder_acc}}
         printed_as: {xlstm: xLSTM}     # the cells of model xlstm take the row printed "xLSTM" (paper_name)
@@ -26,7 +31,7 @@ import pandas as pd
 
 from experiments.reports.paper_tables import available_paper_tables, paper_table
 
-NUMBERS_KEYS = ("table", "column", "where", "values", "printed_as", "ranking")
+NUMBERS_KEYS = ("table", "column", "where", "values", "printed_as", "ranking", "rows")
 SIZE_KEY = "model.size"  # the cell key of a paper table's ``size`` column (a size preset, e.g. 350m)
 
 
@@ -38,6 +43,7 @@ class PaperNumbers:
     values: list[dict] = field(default_factory=list)
     printed_as: dict = field(default_factory=dict)
     ranking: str | None = None
+    rows: list[dict] = field(default_factory=list)
 
     def columns(self) -> dict[tuple[str, object] | None, str]:
         """(cell key, value) -> the table's column of those cells; None -> the one column of every cell."""
@@ -76,6 +82,17 @@ class PaperNumbers:
         for key in self.where:
             if key not in cells:
                 problems.append(f"paper.numbers.where key {key!r} must be one of the report's cells {cells}")
+        for index, item in enumerate(self.rows):
+            unknown = sorted(set(item.get("cell") or {}) - set(cells)) if isinstance(item.get("cell"), dict) else []
+            if not isinstance(item.get("cell"), dict) or not item["cell"] or unknown or not isinstance(item.get("row"),
+                                                                                                      dict):
+                problems.append(f"paper.numbers.rows[{index}]={item!r} needs cell (keys of {cells}) and row (table "
+                                "column -> printed value)")
+            elif self.table in available_paper_tables():
+                try:
+                    printed_row(self.table, item["row"])
+                except ValueError as error:
+                    problems.append(f"paper.numbers.rows[{index}]: {error}")
         for index, item in enumerate(self.values):
             unknown = sorted(set(item.get("cell") or {}) - set(cells))
             if not isinstance(item.get("cell"), dict) or unknown or "value" not in item or "source" not in item:
@@ -91,7 +108,30 @@ def paper_numbers_of(paper: dict) -> PaperNumbers:
         raise ValueError(f"paper.numbers keys {unknown} are not valid; valid choices: {list(NUMBERS_KEYS)}")
     return PaperNumbers(table=numbers.get("table"), column=numbers.get("column"), where=dict(numbers.get("where") or {}),
                         values=list(numbers.get("values") or []), printed_as=dict(numbers.get("printed_as") or {}),
-                        ranking=numbers.get("ranking"))
+                        ranking=numbers.get("ranking"), rows=list(numbers.get("rows") or []))
+
+
+def printed_row(table: str, row: dict) -> pd.Series:
+    """The one row of paper table ``table`` whose columns hold the values of ``row`` (compared as printed text);
+    ValueError naming the columns and how many rows match."""
+    printed = paper_table(table)
+    unknown = sorted(set(row) - set(printed.columns))
+    if unknown:
+        raise ValueError(f"row {row!r}: {unknown} are not columns of {table}; valid choices: {list(printed.columns)}")
+    matches = pd.Series(True, index=printed.index)
+    for column, value in row.items():
+        matches &= printed[column].astype(str) == str(value)
+    if matches.sum() != 1:
+        raise ValueError(f"row {row!r} matches {int(matches.sum())} rows of {table}, not one")
+    return printed[matches].iloc[0]
+
+
+def cells_matching(table: pd.DataFrame, cell: dict) -> pd.Series:
+    """Which rows of a cell table hold every key of ``cell`` at its value."""
+    matches = pd.Series(True, index=table.index)
+    for key, value in cell.items():
+        matches &= table[key] == value
+    return matches
 
 
 def printed_rows(numbers: PaperNumbers, rows: pd.DataFrame, column: str) -> pd.Series:
@@ -116,13 +156,13 @@ def with_paper_numbers(table: pd.DataFrame, paper: dict, cells: list[str]) -> pd
     values = pd.Series(float("nan"), index=table.index)
     if numbers.table is not None:
         for key_value, column in numbers.columns().items():
-            matches = pd.Series(True, index=table.index)
-            for key, value in [*numbers.where.items(), *([key_value] if key_value else [])]:
-                matches &= table[key] == value
+            matches = cells_matching(table, numbers.where | dict([key_value] if key_value else []))
             values = values.where(~matches, printed_rows(numbers, table[cells], column))
+            for item in numbers.rows:  # a cell takes the row only where it shares the row's model (and size)
+                row = printed_row(numbers.table, item["row"])
+                shared = {key: row[key] for key in cells if key in row.index and pd.notna(row[key])}
+                belongs = matches & cells_matching(table, item["cell"] | shared)
+                values[belongs] = pd.to_numeric(row[column], errors="coerce")
     for item in numbers.values:
-        matches = pd.Series(True, index=table.index)
-        for key, value in item["cell"].items():
-            matches &= table[key] == value
-        values[matches] = float(item["value"])
+        values[cells_matching(table, item["cell"])] = float(item["value"])
     return values

@@ -26,9 +26,9 @@ class Ordering:
 
 def cell_names(table: pd.DataFrame, cells: list[str]) -> list[str]:
     """Each row's name from the cell keys whose values differ between rows (the model first), e.g. "RWKV-6 lr=0.0004";
-    a key that is the same in every row names nothing."""
+    a key that is the same in every row names nothing, nor does a key in the rows whose cells lack it."""
     varying = [key for key in cells if table[key].nunique() > 1] or cells[:1]
-    return [" ".join(value_name(key, row[key]) for key in varying) for _, row in table.iterrows()]
+    return [" ".join(value_name(key, row[key]) for key in varying if pd.notna(row[key])) for _, row in table.iterrows()]
 
 
 def ordering(table: pd.DataFrame, names: list[str], mode: str) -> Ordering | None:

@@ -26,7 +26,7 @@ from experiments.reports.report_text import figure_title, markdown
 from experiments.reports.selection import merged_runs, select_cells
 from experiments.reports.staging import publish, staging_folder, terminate_as_exit
 from experiments.run_metrics import PARAMETERS_METRIC
-from experiments.sweeps.run_store import runs_frame
+from experiments.sweeps.run_store import DIVERGED_METRIC, runs_frame
 
 
 @dataclass
@@ -48,8 +48,8 @@ def run_table(runs: Sequence[PlannedRun], root: Path) -> pd.DataFrame:
 
 def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
     """One row per reported cell, missing and unavailable cells included: model, cell keys, metric, ours, std,
-    paper, runs, note, the layout's cell metrics (e.g. the parameter count) and the chosen runs' values (empty
-    without finished runs). Cells that ``selection.merge`` merges are one row
+    paper, runs, note (missing, unavailable or diverged runs), the layout's cell metrics (e.g. the parameter count)
+    and the chosen runs' values (empty without finished runs). Cells that ``selection.merge`` merges are one row
     (experiments.reports.selection.merged_runs)."""
     report, selection = artifact.report, artifact.selection
     cells, metric, cell_metrics = list(report["cells"]), report["metric"], artifact.layout.cell_metrics()
@@ -62,9 +62,10 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
         solved_at=report.get("solved_at"), cell_metrics=cell_metrics,
     ) if len(done) else pd.DataFrame(columns=[*cells, "ours", "std", "min", "max", "runs", "solved", "values",
                                               *cell_metrics])
+    runs = runs.assign(diverged=(runs["status"] == "done") & (runs.get(DIVERGED_METRIC, 0.0) == 1.0))
     every_cell = runs.groupby(cells, sort=False, dropna=False).agg(
         unavailable=("unavailable", "first"), planned=("status", "size"),
-        finished=("status", lambda status: int((status == "done").sum())),
+        finished=("status", lambda status: int((status == "done").sum())), diverged=("diverged", "sum"),
     ).reset_index()
     table = every_cell.merge(selected, on=cells, how="left")
     table["runs"] = table["runs"].fillna(0).astype(int)
@@ -72,8 +73,10 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
     table["values"] = [values if isinstance(values, tuple) else () for values in table["values"]]
     table["note"] = [
         f"not available: {unavailable}" if isinstance(unavailable, str)
-        else ("" if finished == planned else f"{planned - finished} of {planned} runs missing")
-        for unavailable, finished, planned in zip(table["unavailable"], table["finished"], table["planned"])
+        else "; ".join([*([f"{planned - finished} of {planned} runs missing"] if finished < planned else []),
+                        *([f"{diverged} of {finished} runs diverged (non-finite training loss)"] if diverged else [])])
+        for unavailable, finished, planned, diverged in zip(table["unavailable"], table["finished"], table["planned"],
+                                                            table["diverged"])
     ]
     table["metric"] = metric
     table["paper"] = with_paper_numbers(table, artifact.paper, cells)
@@ -90,10 +93,10 @@ def report_stem(name: str, extra_overrides: Sequence[str]) -> str:
 
 
 def finished_cells(csv_path: Path) -> int | None:
-    """How many cells of an existing report's table have a value; None if there is no report."""
+    """How many cells of an existing report's table have finished runs; None if there is no report."""
     if not csv_path.exists():
         return None
-    return int(pd.read_csv(csv_path)["ours"].notna().sum())
+    return int((pd.read_csv(csv_path)["runs"] > 0).sum())
 
 
 def write_report(name: str, scale: str, root: Path, destination: Path, extra_overrides: Sequence[str] = (),
@@ -106,7 +109,7 @@ def write_report(name: str, scale: str, root: Path, destination: Path, extra_ove
     if PARAMETERS_METRIC in artifact.layout.cell_metrics():
         runs = with_parameter_counts(runs, planned)
     table = cell_table(artifact, runs)
-    finished = int(table["ours"].notna().sum())
+    finished = int((table["runs"] > 0).sum())  # a cell of diverged runs is finished, its value NaN
     if finished == 0:
         return ReportOutcome("empty", f"{name} ({scale}): no finished runs of its {len(planned)} planned runs; "
                                       f"nothing written (run `xlstm-suite sweep {name} --scale {scale}` first)")

@@ -31,7 +31,9 @@ def figure_title(artifact: Artifact, runs: Sequence[PlannedRun], scale: str) -> 
 
 def cells_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
     """The cell table with the paper's names; the paper column says when the paper prints no number."""
-    shown = pd.DataFrame({key: table[key] for key in artifact.report["cells"]})
+    shown = pd.DataFrame({key: table[key] if table[key].notna().all() else  # a key some cells lack: blank there
+                          table[key].map(lambda value: "" if pd.isna(value) else str(value))
+                          for key in artifact.report["cells"]})
     if "model" in shown:
         shown["model"] = shown["model"].map(model_name)
     if "task" in shown:

@@ -28,6 +28,7 @@ from experiments.sweeps.run_store import (
     RESULT_FILE,
     RUN_STORE,
     claim_run,
+    divergence_note,
     finished_result,
     run_directory,
     write_error,
@@ -87,7 +88,7 @@ def train_and_record(run: PlannedRun, run_dir: Path, run_function: str) -> RunOu
         write_result(run_dir, run, metrics, started)
     except Exception as error:
         return record_failure(run, run_dir, error, started)
-    return RunOutcome("done", run_dir)
+    return RunOutcome("done", run_dir, divergence_note(metrics))
 
 
 def record_failure(run: PlannedRun, run_dir: Path, error: BaseException, started: datetime) -> RunOutcome:

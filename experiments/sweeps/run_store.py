@@ -40,6 +40,8 @@ ERROR_FILE = "error.json"
 OUTPUT_FILE = "output.log"
 METRICS_FILE = "metrics.csv"  # written by the run function's CSV logger
 FIXED_COLUMNS = ["scale", "artifact", "run_id", "status", "reason", "error", "run_dir"]
+# result metrics of a run that diverged (experiments.training.divergence): 1, and the step of its non-finite loss
+DIVERGED_METRIC, DIVERGED_AT_METRIC = "train/diverged", "train/diverged_at_step"
 CELL_FIELDS = ("scale", "artifact", "run_id", "cell")
 FAILURE_FIELDS = ("exception_type", "message")
 DAMAGED_SUFFIX = ".damaged-"  # <name>.damaged-<time>-<tag>: a damaged file, moved aside
@@ -67,6 +69,13 @@ def write_result(run_dir: Path, run: PlannedRun, metrics: dict[str, float], star
     result = run_record(run, started) | {"metrics": {name: float(value) for name, value in metrics.items()}}
     write_json(run_dir / RESULT_FILE, result)
     (run_dir / ERROR_FILE).unlink(missing_ok=True)
+
+
+def divergence_note(metrics: dict[str, float]) -> str:
+    """What a finished run's metrics say about divergence: "" for a run whose loss stayed finite."""
+    if not metrics.get(DIVERGED_METRIC):
+        return ""
+    return f"diverged: non-finite training loss at step {int(metrics[DIVERGED_AT_METRIC])}"
 
 
 def write_error(run_dir: Path, run: PlannedRun, error: BaseException, started: datetime) -> Path:

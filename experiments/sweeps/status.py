@@ -135,21 +135,31 @@ def plan_summary_table(artifact: Artifact, scale: str, runs: list[PlannedRun], s
                        computes: list[RunCompute | None]) -> Table:
     """Run counts and training tokens still to spend per group of runs that differ only in the selection's keys."""
     summed = {*artifact.selection.get("choose", []), *artifact.selection.get("average", [])}
-    keys = [key for key in (runs[0].cell if runs else {}) if key not in summed]
+    keys = [key for key in cell_keys(runs) if key not in summed]
     groups: dict[tuple, list[tuple[PlannedRun, str, RunCompute | None]]] = {}
     for run, status, compute in zip(runs, statuses, computes):
-        groups.setdefault(tuple(run.cell[key] for key in keys), []).append((run, status, compute))
+        groups.setdefault(tuple(cell_text(run, key) for key in keys), []).append((run, status, compute))
     rows = [(values, plan_counts(members), pending_tokens(members)) for values, members in groups.items()]
     columns = [column for column in PLAN_COLUMNS if column not in SHOWN_IF_ANY or any(counts[column] for _, counts, _ in rows)]
     table = Table(title=f"{artifact.name} ({scale}): {title_of(artifact, runs)}", caption=plan_caption(summed),
                   box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
-    for key in keys:
-        table.add_column(key, no_wrap=True)
+    for index, key in enumerate(keys):  # a long key (a model option) folds, its values stay whole
+        table.add_column(key, overflow="fold", min_width=max((len(values[index]) for values, _, _ in rows), default=0))
     for column in [*columns, "tokens"]:
         table.add_column(column, justify="right", no_wrap=True)
     for values, counts, tokens in rows:
-        table.add_row(*(override_value(value) for value in values), *(str(counts[column]) for column in columns), f"{tokens:.2g}")
+        table.add_row(*values, *(str(counts[column]) for column in columns), f"{tokens:.2g}")
     return table
+
+
+def cell_keys(runs: list[PlannedRun]) -> list[str]:
+    """Every key of the runs' cells, in order of appearance (a cell grid may give some cells more keys)."""
+    return list(dict.fromkeys(key for run in runs for key in run.cell))
+
+
+def cell_text(run: PlannedRun, key: str) -> str:
+    """A cell value as an override writes it; empty for a key this run's cell does not have."""
+    return override_value(run.cell[key]) if key in run.cell else ""
 
 
 def plan_counts(members: list[tuple[PlannedRun, str, RunCompute | None]]) -> Counter:
@@ -175,14 +185,15 @@ def runs_table(artifact: Artifact, scale: str, runs: list[PlannedRun], statuses:
                f"GPU-h: on {accelerator.describe()}")
     table = Table(title=f"{artifact.name} ({scale}): every run", caption=caption,
                   box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
-    for key in runs[0].cell if runs else []:
+    keys = cell_keys(runs)
+    for key in keys:
         table.add_column(key)
     table.add_column("run_id", no_wrap=True, min_width=12)  # whole: people and scripts copy it from here
     table.add_column("status")
     for column in ("tokens", "FLOPs", "GPU-h"):
         table.add_column(column, justify="right", no_wrap=True)
     for run, status, compute in zip(runs, statuses, computes):
-        table.add_row(*(override_value(value) for value in run.cell.values()), run.run_id or "-", status,
+        table.add_row(*(cell_text(run, key) for key in keys), run.run_id or "-", status,
                       *compute_cells(compute, accelerator))
     return table
 
@@ -219,6 +230,9 @@ def print_summary(
     unavailable = [run for run in runs if run.unavailable is not None]
     console.print(f"[bold]{artifact.name}[/] ({scale}) summary:")
     console.print(f"  done now: {len(by_status.get('done', []))}")
+    for run, outcome in by_status.get("done", []):
+        if outcome.detail:  # a diverged run
+            console.print(f"    {run.label}: {outcome.detail}", style="yellow", highlight=False, soft_wrap=True)
     console.print(f"  skipped, already done: {len(skipped) + len(by_status.get('already done', []))}")
     for run, outcome in by_status.get("claimed", []):
         console.print(f"  running elsewhere: {run.label} ({outcome.detail})", soft_wrap=True)

@@ -29,8 +29,8 @@ from experiments.sweeps.compute_estimate import Accelerator
 from experiments.sweeps.local_launcher import run_locally
 from experiments.sweeps.run_execution import DEFAULT_RUN_FUNCTION, describe_os_error, skipped_outcome
 from experiments.sweeps.run_outcome import RunOutcome
-from experiments.sweeps.run_store import (ERROR_FILE, RUN_STORE, failure_message, finished_result, run_directory,
-                                          run_status)
+from experiments.sweeps.run_store import (ERROR_FILE, RUN_STORE, divergence_note, failure_message, finished_result,
+                                          run_directory, run_status)
 from experiments.sweeps.status import print_plan, print_summary
 from experiments.sweeps.training_runs import training_run_problem, training_sweep_command
 
@@ -276,7 +276,7 @@ def stored_outcome(run: PlannedRun, root: Path, launch_dir: Path, returncode: in
     run_dir = run_directory(run, root)
     status = run_status(run_dir, stale_after_seconds)
     if status == "done":
-        return RunOutcome("done", run_dir)
+        return RunOutcome("done", run_dir, divergence_note((finished_result(run_dir) or {}).get("metrics", {})))
     if status == "running":
         return skipped_outcome(run_dir)
     if status == "failed":

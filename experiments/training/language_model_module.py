@@ -1,5 +1,7 @@
 """LanguageModelModule: next-token prediction over the whole vocabulary (a task spec of output kind "vocab")."""
 
+import math
+
 import lightning as L
 import torch
 import torch.nn.functional as F
@@ -30,7 +32,10 @@ class LanguageModelModule(ShardedGradientClipping, L.LightningModule):
         self.model = model
         self.optim = dict(optim)
         self.max_steps = max_steps
-        self.loss = nn.ModuleDict({split: MeanMetric() for split in SPLITS})
+        # A NaN batch loss makes the split's loss NaN (a float strategy puts that value in its place): torchmetrics'
+        # default drops the batch with a warning, so a diverging model would show a finite perplexity, and its
+        # "disable" drops the token weights too.
+        self.loss = nn.ModuleDict({split: MeanMetric(nan_strategy=math.nan) for split in SPLITS})
 
     @property
     def monitor(self) -> tuple[str, str]:

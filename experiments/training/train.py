@@ -13,15 +13,16 @@ from lightning.pytorch.loggers import CSVLogger
 from omegaconf import DictConfig, OmegaConf
 
 from experiments.config.validation import backbone_options, validate_run_config
-from experiments.sweeps.run_store import finished_result
+from experiments.run_metrics import PARAMETERS_METRIC, count_parameters
+from experiments.sweeps.run_store import DIVERGED_AT_METRIC, DIVERGED_METRIC, finished_result
 from experiments.sweeps.training_runs import evaluated_checkpoints, named, training_directory, training_run_problem
 from experiments.training.checkpoints import (LAST, AtomicCheckpointIO, RunConfigInCheckpoint, checkpoint_callbacks,
                                               resume_point, resumed_config_yaml)
 from experiments.training.data import build_datamodule
 from experiments.training.distribution import cluster_plugins, compile_network, distributed_trainer_arguments
+from experiments.training.divergence import StopWhenDiverged
 from experiments.training.language_model_module import LanguageModelModule
 from experiments.training.module import SequenceTaskModule
-from experiments.run_metrics import PARAMETERS_METRIC, count_parameters
 from experiments.training.progress import StepProgressBar
 from experiments.training.resumed_metrics import keep_rows_before
 from models.registry import build_backbone, build_language_model_from
@@ -142,8 +143,9 @@ def run_evaluation(config: DictConfig, run_dir: Path) -> dict[str, float]:
 def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     """Train one run into ``run_dir`` (logs, metrics.csv, checkpoints) and return its final metrics: validation and
     test metrics of the checkpoint with the best validation metric (scaled accuracy; MSE for a regression), the
-    module's parameter count (experiments.run_metrics), the steps and the training time. An
-    evaluation-only run (``evaluate`` in its config) is run_evaluation's."""
+    module's parameter count (experiments.run_metrics), the steps and the training time. A run whose training loss
+    turns non-finite stops there, diverged: its metrics are those of the weights it diverged to (NaN, as the paper
+    prints for such a run), with ``train/diverged`` 1 and the step. An evaluation-only run (``evaluate`` in its config) is run_evaluation's."""
     validate_run_config(config)
     if config.get("evaluate") is not None:
         return run_evaluation(config, run_dir)
@@ -159,7 +161,8 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     data = build_datamodule(config.task, config.trainer.batch_size)
     module = build_module(config, data.spec)
     parameters = count_parameters(module)  # before the strategy places (and may shard) it
-    callbacks = [StepProgressBar()]  # a bar at a terminal, a line every 30 s in a sweep worker's log
+    divergence = StopWhenDiverged()
+    callbacks = [StepProgressBar(), divergence]  # a bar at a terminal, a line every 30 s in a sweep worker's log
     checkpoints, resume, logger = run_dir / "checkpoints", None, _logger(config, run_dir)
     if config.trainer.checkpoint:
         resumed_config = resumed_config_yaml(config)
@@ -191,12 +194,15 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     best_checkpoint = None
     if config.trainer.checkpoint:
         trainer.save_checkpoint(checkpoints / LAST)  # the steps since the last checkpoint
-        best_checkpoint = saving[0].best_model_path
+        if divergence.diverged_at_step is None:  # a diverged run reports the weights it diverged to
+            best_checkpoint = saving[0].best_model_path
     metrics = {}
     for evaluate in (trainer.validate, trainer.test):
         for result in evaluate(module, datamodule=data, ckpt_path=best_checkpoint, verbose=False):
             metrics.update({name: float(value) for name, value in result.items()})
     metrics[PARAMETERS_METRIC] = float(parameters)
+    if divergence.diverged_at_step is not None:
+        metrics |= {DIVERGED_METRIC: 1.0, DIVERGED_AT_METRIC: float(divergence.diverged_at_step)}
     metrics["train/steps"] = float(trainer.global_step)
     metrics["train/seconds"] = time.perf_counter() - started
     return metrics

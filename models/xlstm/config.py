@@ -13,6 +13,13 @@ MLSTM_FORMULATIONS = ("parallel", "chunkwise", "recurrent")
 SLSTM_BIAS_INITS = ("powerlaw_blockdependent", "small_init", "standard")
 SLSTM_RECURRENT_INITS = ("zeros", "standard")
 FEEDFORWARD_ACTIVATIONS = ("gelu", "relu", "relu^2", "swish")
+# Gate bias initialisations of Table ablstudies (bottom): the forget gate's equidistant in [3, 6] over the heads or +inf
+# (the forget gate fixed at one), the input gate's N(0, 0.1) or 0
+FORGET_GATE_BIAS_INITS = ("linspace", "infinity")
+INPUT_GATE_BIAS_INITS = ("normal", "zeros")
+# The mLSTM block: pre up-projection (paper Figure 10, the xLSTM default) or post up-projection (the mLSTM at the
+# embedding dim followed by the feed-forward, as the sLSTM block; Table abl_matrixmemory)
+MLSTM_BLOCKS = ("pre_up_projection", "post_up_projection")
 
 
 def round_up(value: float, multiple: int) -> int:
@@ -22,7 +29,9 @@ def round_up(value: float, multiple: int) -> int:
 
 @dataclass
 class MLSTMLayerConfig:
-    """mLSTM in the pre up-projection block (paper Figure 10)."""
+    """The mLSTM layer. ``proj_factor``, ``round_proj_up_to`` and ``qkv_proj_blocksize`` size the up-projection and the
+    block-diagonal q, k, v of the pre up-projection block (paper Figure 10); the post up-projection block
+    (XLSTMStackConfig.mlstm_block) has neither, its mLSTM runs at the embedding dim."""
 
     num_heads: int = 4
     proj_factor: float = 2.0
@@ -35,15 +44,38 @@ class MLSTMLayerConfig:
     chunk_size: int = 64
     eps: float = 1e-6
     backend: str = "auto"
+    # The gating ablation of Table ablstudies (bottom); the defaults are xLSTM's gates. Not input dependent: the
+    # gate's pre-activation is its bias alone (no weight); no learnable bias: the bias is a fixed buffer.
+    forget_gate_input_dependent: bool = True
+    forget_gate_learnable_bias: bool = True
+    forget_gate_bias_init: str = "linspace"
+    input_gate_input_dependent: bool = True
+    input_gate_learnable_bias: bool = True
+    input_gate_bias_init: str = "normal"
 
     def __post_init__(self):
         check_choice("mlstm", "forget_gate", self.forget_gate, FORGET_GATES)
         check_choice("mlstm", "backend", self.backend, MLSTM_BACKENDS)
         check_choice("mlstm", "formulation", self.formulation, MLSTM_FORMULATIONS)
+        check_choice("mlstm", "forget_gate_bias_init", self.forget_gate_bias_init, FORGET_GATE_BIAS_INITS)
+        check_choice("mlstm", "input_gate_bias_init", self.input_gate_bias_init, INPUT_GATE_BIAS_INITS)
+        for gate in ("forget_gate", "input_gate"):
+            for option in ("input_dependent", "learnable_bias"):
+                check_choice("mlstm", f"{gate}_{option}", getattr(self, f"{gate}_{option}"), (True, False))
         for name in ("num_heads", "proj_factor", "qkv_proj_blocksize", "chunk_size", "round_proj_up_to"):
             check_positive("mlstm", name, getattr(self, name))
         if self.conv1d_kernel_size < 0:
             raise ValueError(f"mlstm.conv1d_kernel_size={self.conv1d_kernel_size} must be >= 0 (0 disables the convolution)")
+        if self.forget_gate_bias_init == "infinity":
+            fixed = (self.forget_gate, self.forget_gate_input_dependent, self.forget_gate_learnable_bias)
+            if fixed != ("sigmoid", False, False):
+                raise ValueError(
+                    "mlstm.forget_gate_bias_init='infinity' fixes the forget gate at one: it needs forget_gate='sigmoid' "
+                    "(exp(inf) is no gate), forget_gate_input_dependent=false and forget_gate_learnable_bias=false (an "
+                    f"infinite pre-activation has no gradient to learn from); got forget_gate={self.forget_gate!r}, "
+                    f"forget_gate_input_dependent={self.forget_gate_input_dependent}, "
+                    f"forget_gate_learnable_bias={self.forget_gate_learnable_bias}"
+                )
 
     def inner_dim(self, embedding_dim: int) -> int:
         inner = round_up(self.proj_factor * embedding_dim, self.round_proj_up_to)
@@ -81,15 +113,19 @@ class SLSTMLayerConfig:
 
 @dataclass
 class FeedForwardConfig:
-    """Gated MLP after the sLSTM: down(act(gate) * up). The official factor 1.3 reproduces the paper's counts."""
+    """The MLP of a post up-projection block: gated, down(act(gate) * up), after the sLSTM (the official factor 1.3
+    reproduces the paper's counts); or not gated, down(act(up)), as the ReLU^2 MLP after the mLSTM of Table
+    abl_matrixmemory."""
 
     proj_factor: float = 1.3
     round_proj_up_to: int = 64
     activation: str = "gelu"
     bias: bool = False
+    gated: bool = True
 
     def __post_init__(self):
         check_choice("feedforward", "activation", self.activation, FEEDFORWARD_ACTIVATIONS)
+        check_choice("feedforward", "gated", self.gated, (True, False))
         check_positive("feedforward", "proj_factor", self.proj_factor)
 
     def inner_dim(self, embedding_dim: int) -> int:
@@ -105,8 +141,9 @@ class XLSTMStackConfig:
     slstm_at: list[int] = field(default_factory=list)  # 0-based block indices holding sLSTM blocks
     mlstm: MLSTMLayerConfig = field(default_factory=MLSTMLayerConfig)
     slstm: SLSTMLayerConfig = field(default_factory=SLSTMLayerConfig)
-    feedforward: FeedForwardConfig = field(default_factory=FeedForwardConfig)
+    feedforward: FeedForwardConfig = field(default_factory=FeedForwardConfig)  # of every post up-projection block
     add_post_blocks_norm: bool = True
+    mlstm_block: str = "pre_up_projection"
 
     def __post_init__(self):
         # Hydra and YAML hand over plain dicts; accept them so configs compose from files.
@@ -116,6 +153,7 @@ class XLSTMStackConfig:
                 setattr(self, name, config_from(kind, name, **value))
         check_positive("xlstm", "embedding_dim", self.embedding_dim)
         check_positive("xlstm", "num_blocks", self.num_blocks)
+        check_choice("xlstm", "mlstm_block", self.mlstm_block, MLSTM_BLOCKS)
         self.slstm_at = sorted(self.slstm_at)
         invalid = [index for index in self.slstm_at if not 0 <= index < self.num_blocks]
         if invalid or len(set(self.slstm_at)) != len(self.slstm_at):
@@ -127,7 +165,18 @@ class XLSTMStackConfig:
                 f"xlstm.embedding_dim={self.embedding_dim} must be divisible by slstm.num_heads={self.slstm.num_heads}"
             )
         if len(self.slstm_at) < self.num_blocks:
-            self.mlstm.inner_dim(self.embedding_dim)  # raises if heads do not divide the inner dim
+            if self.mlstm_block == "pre_up_projection":
+                self.mlstm.inner_dim(self.embedding_dim)  # raises if heads do not divide the inner dim
+            elif self.embedding_dim % self.mlstm.num_heads:
+                raise ValueError(f"xlstm.embedding_dim={self.embedding_dim} must be divisible by "
+                                 f"mlstm.num_heads={self.mlstm.num_heads} (the post up-projection mLSTM's heads)")
+
+    def mlstm_cell_dim(self) -> int:
+        """Features of the mLSTM cell: the up-projected inner dim in the pre up-projection block, the embedding dim in
+        the post up-projection block."""
+        if self.mlstm_block == "post_up_projection":
+            return self.embedding_dim
+        return self.mlstm.inner_dim(self.embedding_dim)
 
     @property
     def block_types(self) -> list[str]:

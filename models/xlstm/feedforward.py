@@ -1,4 +1,4 @@
-"""Gated MLP of the post up-projection block: down(act(gate) * up)."""
+"""MLP of the post up-projection block: gated, down(act(gate) * up), or not, down(act(up))."""
 
 import torch
 import torch.nn.functional as F
@@ -15,14 +15,16 @@ ACTIVATIONS = {
 }
 
 
-class GatedFeedForward(nn.Module):
+class FeedForward(nn.Module):
     def __init__(self, config: FeedForwardConfig, embedding_dim: int, num_blocks: int):
         super().__init__()
         self.embedding_dim = embedding_dim
         self.num_blocks = num_blocks
+        self.gated = config.gated
         self.inner_dim = config.inner_dim(embedding_dim)
         self.activation = ACTIVATIONS[config.activation]
-        self.proj_up = nn.Linear(embedding_dim, 2 * self.inner_dim, bias=config.bias)  # [gate, up]
+        up_dim = 2 * self.inner_dim if config.gated else self.inner_dim
+        self.proj_up = nn.Linear(embedding_dim, up_dim, bias=config.bias)  # gated: [gate, up]
         self.proj_down = nn.Linear(self.inner_dim, embedding_dim, bias=config.bias)
         self.reset_parameters()
 
@@ -35,5 +37,7 @@ class GatedFeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(..., D) -> (..., D)"""
+        if not self.gated:
+            return self.proj_down(self.activation(self.proj_up(x)))  # via (..., inner)
         gate, up = self.proj_up(x).chunk(2, dim=-1)  # (..., inner) each
         return self.proj_down(self.activation(gate) * up)

@@ -8,26 +8,31 @@ from torch import nn
 from models.block_stack import BlockStack
 from models.xlstm.components import LayerNorm
 from models.xlstm.config import XLSTMStackConfig
-from models.xlstm.feedforward import GatedFeedForward
+from models.xlstm.feedforward import FeedForward
 from models.xlstm.mlstm_layer import MLSTMLayer
+from models.xlstm.mlstm_post_layer import MLSTMPostUpProjectionLayer
 from models.xlstm.slstm_layer import SLSTMLayer
 
 
 class XLSTMBlock(nn.Module):
-    """x + layer(norm(x)); an sLSTM block then adds x + ffn(norm(x)) (post up-projection)."""
+    """x + layer(norm(x)); a post up-projection block (every sLSTM block, an mLSTM block with
+    ``mlstm_block="post_up_projection"``) then adds x + ffn(norm(x))."""
 
     def __init__(self, config: XLSTMStackConfig, block_index: int):
         super().__init__()
         D, num_blocks = config.embedding_dim, config.num_blocks
         self.block_type = config.block_types[block_index]
         self.norm = LayerNorm(D)
-        if self.block_type == "mlstm":
-            self.layer = MLSTMLayer(config.mlstm, D, num_blocks)
-            self.ffn_norm, self.ffn = None, None
-        else:
+        self.ffn_norm, self.ffn = None, None
+        if self.block_type == "slstm":
             self.layer = SLSTMLayer(config.slstm, D, num_blocks, block_index)
+        elif config.mlstm_block == "pre_up_projection":
+            self.layer = MLSTMLayer(config.mlstm, D, num_blocks)
+        else:
+            self.layer = MLSTMPostUpProjectionLayer(config.mlstm, D, num_blocks)
+        if self.block_type == "slstm" or config.mlstm_block == "post_up_projection":
             self.ffn_norm = LayerNorm(D)
-            self.ffn = GatedFeedForward(config.feedforward, D, num_blocks)
+            self.ffn = FeedForward(config.feedforward, D, num_blocks)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(B, S, D) -> (B, S, D)"""

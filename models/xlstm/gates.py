@@ -1,0 +1,53 @@
+"""The mLSTM's scalar input and forget gates, one per head, with the options of the gating ablation (Table
+ablstudies, bottom): input dependent or not, learnable bias or a fixed one, and the bias initialisation."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from models.xlstm.init import linspace_
+
+BIAS_INITS = {
+    "linspace": lambda bias: linspace_(bias, 3.0, 6.0),  # equidistant in [3, 6] over the heads
+    "infinity": lambda bias: nn.init.constant_(bias, math.inf),  # a sigmoid forget gate of exactly one
+    "normal": lambda bias: nn.init.normal_(bias, mean=0.0, std=0.1),
+    "zeros": nn.init.zeros_,
+}
+
+
+class HeadGate(nn.Module):
+    """A gate's pre-activation per head: w^T x + b, or b alone when the gate is not input dependent (then it has no
+    weight); b a parameter, or a buffer that no optimiser changes when the bias is not learnable. Its layer calls
+    reset_parameters."""
+
+    def __init__(self, in_features: int, num_heads: int, input_dependent: bool, learnable_bias: bool, bias_init: str):
+        super().__init__()
+        self.bias_init = bias_init
+        self.weight = nn.Parameter(torch.empty(num_heads, in_features)) if input_dependent else None  # (NH, in)
+        bias = torch.empty(num_heads)  # (NH,)
+        if learnable_bias:
+            self.bias = nn.Parameter(bias)
+        else:
+            self.register_buffer("bias", bias)
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            nn.init.zeros_(self.weight)
+        with torch.no_grad():
+            BIAS_INITS[self.bias_init](self.bias)
+
+
+def gate_preactivations(x: torch.Tensor, gates: list[HeadGate]) -> list[torch.Tensor]:
+    """x (B, S, in) -> each gate's pre-activation (B, NH, S). The input-dependent gates share one matmul (half the
+    backward passes over x of one per gate); the others are their bias at every step."""
+    B, S, _ = x.shape
+    dependent = [gate for gate in gates if gate.weight is not None]
+    computed = iter([])
+    if dependent:
+        weight = torch.cat([gate.weight for gate in dependent])  # (k NH, in)
+        bias = torch.cat([gate.bias for gate in dependent])  # (k NH,)
+        computed = iter(F.linear(x, weight, bias).transpose(1, 2).chunk(len(dependent), dim=1))  # (B, NH, S) each
+    return [next(computed) if gate.weight is not None else
+            gate.bias.to(x.dtype)[None, :, None].expand(B, -1, S) for gate in gates]
