@@ -26,6 +26,11 @@ class HeadGate(nn.Module):
         super().__init__()
         self.bias_init = bias_init
         self.weight = nn.Parameter(torch.empty(num_heads, in_features)) if input_dependent else None  # (NH, in)
+        if input_dependent:
+            # the random draws of nn.Linear(in_features, num_heads), which an input-dependent gate was before the
+            # ablation options (reset_parameters overwrites them): a seed keeps giving the initial weights of the
+            # runs recorded before, in every module built after this gate
+            nn.Linear(in_features, num_heads, device=self.weight.device)
         bias = torch.empty(num_heads)  # (NH,)
         if learnable_bias:
             self.bias = nn.Parameter(bias)
