@@ -5,7 +5,6 @@ perplexity and peak memory per length, the training context's perplexity equal t
 validation perplexity, the recurrent model's memory flat in the length and Llama's growing."""
 
 import json
-import os
 
 import pandas as pd
 import pytest
@@ -14,7 +13,7 @@ import torch
 from experiments.config.artifacts import load_artifact, run_id_of
 from experiments.evaluation.peak_memory import peak_memory_bytes
 from experiments.sweeps.sweep import run_sweep
-from tests.test_paloma_runs import training_config_of
+from tests.test_paloma_runs import artifacts, training_config_of  # noqa: F401 (artifacts: a fixture)
 
 TRAINING, ARTIFACT = "temp_sclaw300B", "spaj300B_seq_extrapolation"
 
@@ -40,14 +39,6 @@ def test_the_largest_models_are_evaluated_once_each_and_their_training_run_ids_r
         assert (settings.chunk, settings.precision) == (2048, "bf16-mixed")
     else:
         assert list(settings.context_lengths) == [16, 32, 64] and runs[0].config.task.context_length == 16
-
-
-@pytest.fixture
-def artifacts(tmp_path, monkeypatch):
-    folder = tmp_path / "artifacts"
-    folder.mkdir()
-    monkeypatch.setenv("XLSTM_SUITE_ARTIFACTS", os.pathsep.join([os.environ["XLSTM_SUITE_ARTIFACTS"], str(folder)]))
-    return folder
 
 
 @pytest.mark.parametrize("settings, message", [
