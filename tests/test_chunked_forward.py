@@ -4,7 +4,7 @@ forward pass; recurrent models' states stay the same size as tokens go by, a Tra
 import pytest
 import torch
 
-from models.chunked_forward import chunked_logits, state_grows
+from models.chunked_forward import chunked_logits, forward_chunk, state_grows
 from models.language_model import LanguageModel
 from models.registry import build_backbone
 from models.xlstm.config import MLSTMLayerConfig, XLSTMLanguageModelConfig
@@ -22,9 +22,11 @@ def perturbed(model: torch.nn.Module) -> torch.nn.Module:
     return model.double().eval()
 
 
-def xlstm_lm(ratio: str, num_blocks: int = 2) -> XLSTMLanguageModel:
+def xlstm_lm(ratio: str, num_blocks: int = 2, eps: float = 0.0) -> XLSTMLanguageModel:
+    """eps = 0: the recurrent step and the parallel forward then agree to round-off (see test_xlstm_model.py);
+    kernel chunks of 4 steps, so a chunk of the evaluation spans several of them and ends inside one."""
     torch.manual_seed(0)
-    stack = stack_config(ratio, embedding_dim=32, num_blocks=num_blocks, mlstm=MLSTMLayerConfig(eps=0.0))
+    stack = stack_config(ratio, embedding_dim=32, num_blocks=num_blocks, mlstm=MLSTMLayerConfig(eps=eps, chunk_size=4))
     return perturbed(XLSTMLanguageModel(XLSTMLanguageModelConfig(stack=stack, vocab_size=VOCAB)))
 
 
@@ -47,6 +49,28 @@ def test_chunks_with_the_carried_state_give_the_full_forward_logits(name, chunk)
         full = model(tokens)  # (B, S, V)
         chunked = torch.cat(list(chunked_logits(model, tokens, chunk)), dim=1)
     torch.testing.assert_close(chunked, full, rtol=1e-6, atol=1e-6)
+
+
+def test_the_xlstm_parallel_chunk_gives_the_stepped_chunk_from_a_carried_state_with_the_trained_eps():
+    model = xlstm_lm("xlstm_7_1", num_blocks=4, eps=1e-6)  # the models' eps: the two forms round differently
+    tokens = torch.randint(0, VOCAB, (2, 23))
+    with torch.no_grad():
+        _, state = forward_chunk(model, tokens[:, :11], model.init_state(2))
+        parallel, parallel_state = model.forward_chunk(tokens[:, 11:], state)
+        stepped, stepped_state = forward_chunk(StepOnly(model), tokens[:, 11:], state)
+    torch.testing.assert_close(parallel, stepped, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(parallel_state, stepped_state, rtol=1e-5, atol=1e-5)
+
+
+class StepOnly(torch.nn.Module):
+    """A model's step alone, so that forward_chunk steps through the chunk."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def step(self, token_t, state):
+        return self.model.step(token_t, state)
 
 
 @pytest.mark.parametrize("name, grows", [("xlstm_1_0", False), ("mamba", False), ("rwkv4", False), ("llama", True)])

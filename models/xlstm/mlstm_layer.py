@@ -87,6 +87,23 @@ class MLSTMLayer(nn.Module):
                  backend=self.config.backend, **options)  # (B, NH, S, DH)
         return self._output(h, x_conv, z)
 
+    def forward_chunk(self, x: torch.Tensor, state: MLSTMLayerState) -> tuple[torch.Tensor, MLSTMLayerState]:
+        """x (B, C, D) from ``state`` -> (B, C, D) and the state after the chunk: the chunkwise cell started from
+        the state's (C, n, m), the convolution from its last inputs (one parallel pass, memory linear in C)."""
+        x_mlstm, z = self.proj_up(x).chunk(2, dim=-1)  # (B, C, inner) each
+        conv_state = state.conv
+        if self.conv is not None:
+            x_conv, conv_state = self.conv.forward_chunk(x_mlstm, conv_state)
+            x_conv = F.silu(x_conv)
+        else:
+            x_conv = x_mlstm
+        q, k, v, i, f = self._qkv_gates(x_mlstm, x_conv)
+        h, cell_state = mlstm_kernels.chunkwise(q, k, v, i, f, initial_state=state.cell, return_state=True,
+                                                forget_gate=self.config.forget_gate, eps=self.config.eps,
+                                                chunk_size=self.config.chunk_size,
+                                                backend=self.config.backend)  # (B, NH, C, DH)
+        return self._output(h, x_conv, z), MLSTMLayerState(conv=conv_state, cell=cell_state)
+
     def init_state(self, batch: int) -> MLSTMLayerState:
         """The official zero state: C = n = 0 and stabilizer m = 0."""
         like = dict(dtype=self.proj_up.weight.dtype, device=self.proj_up.weight.device)
