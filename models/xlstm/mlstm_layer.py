@@ -87,16 +87,19 @@ class MLSTMLayer(nn.Module):
                  backend=self.config.backend, **options)  # (B, NH, S, DH)
         return self._output(h, x_conv, z)
 
+    def _conv_branch(self, method: str, x_mlstm: torch.Tensor, conv_state: torch.Tensor | None):
+        """silu(causal conv(x_mlstm)) from the convolution's state by its ``method`` (step or forward_chunk), and
+        its next state; x_mlstm itself without a convolution."""
+        if self.conv is None:
+            return x_mlstm, conv_state
+        x_conv, conv_state = getattr(self.conv, method)(x_mlstm, conv_state)
+        return F.silu(x_conv), conv_state
+
     def forward_chunk(self, x: torch.Tensor, state: MLSTMLayerState) -> tuple[torch.Tensor, MLSTMLayerState]:
         """x (B, C, D) from ``state`` -> (B, C, D) and the state after the chunk: the chunkwise cell started from
         the state's (C, n, m), the convolution from its last inputs (one parallel pass, memory linear in C)."""
         x_mlstm, z = self.proj_up(x).chunk(2, dim=-1)  # (B, C, inner) each
-        conv_state = state.conv
-        if self.conv is not None:
-            x_conv, conv_state = self.conv.forward_chunk(x_mlstm, conv_state)
-            x_conv = F.silu(x_conv)
-        else:
-            x_conv = x_mlstm
+        x_conv, conv_state = self._conv_branch("forward_chunk", x_mlstm, state.conv)  # (B, C, inner)
         q, k, v, i, f = self._qkv_gates(x_mlstm, x_conv)
         h, cell_state = mlstm_kernels.chunkwise(q, k, v, i, f, initial_state=state.cell, return_state=True,
                                                 forget_gate=self.config.forget_gate, eps=self.config.eps,
@@ -117,12 +120,7 @@ class MLSTMLayer(nn.Module):
     def step(self, x_t: torch.Tensor, state: MLSTMLayerState) -> tuple[torch.Tensor, MLSTMLayerState]:
         """x_t (B, D) -> y_t (B, D), in constant memory."""
         x_mlstm, z = self.proj_up(x_t).chunk(2, dim=-1)  # (B, inner) each
-        conv_state = state.conv
-        if self.conv is not None:
-            x_conv, conv_state = self.conv.step(x_mlstm, conv_state)
-            x_conv = F.silu(x_conv)
-        else:
-            x_conv = x_mlstm
+        x_conv, conv_state = self._conv_branch("step", x_mlstm, state.conv)  # (B, inner)
         x_mlstm, x_conv, z = x_mlstm.unsqueeze(1), x_conv.unsqueeze(1), z.unsqueeze(1)  # (B, 1, inner)
         q, k, v, i, f = self._qkv_gates(x_mlstm, x_conv)
         h, cell_state = mlstm_kernels.step(q, k, v, i, f, state=state.cell, forget_gate=self.config.forget_gate,
