@@ -74,8 +74,10 @@ def test_the_cpu_peak_is_the_most_tensor_bytes_alive_at_once():
 
 
 @pytest.mark.slow  # trains the four smoke runs of temp_sclaw300B, then scores two of them (about 80 s)
-def test_smoke_scale_writes_perplexity_and_memory_per_length(tmp_path):
-    root = tmp_path / "runs"
+def test_smoke_scale_writes_perplexity_and_memory_per_length_and_reports_them(tmp_path):
+    from experiments.reports.report import write_report
+
+    root, reports = tmp_path / "runs", tmp_path / "reports"
     assert run_sweep(TRAINING, "smoke", jobs=1, root=root) == 0
     assert run_sweep(ARTIFACT, "smoke", jobs=1, root=root) == 0
     for run in load_artifact(ARTIFACT).runs("smoke"):
@@ -93,3 +95,7 @@ def test_smoke_scale_writes_perplexity_and_memory_per_length(tmp_path):
             assert metrics["extrapolation/chunked"] == 0 and memory[64] > 1.8 * memory[32] > 3.2 * memory[16]
         else:  # chunks of 16 with the state carried: no more memory at 64 than at 32
             assert metrics["extrapolation/chunked"] == 1 and memory[64] == pytest.approx(memory[32], rel=0.01)
+    assert write_report(ARTIFACT, "smoke", root, reports).status == "written"
+    table = pd.read_csv(reports / "smoke" / f"{ARTIFACT}.csv")
+    assert len(table) == 2 and table["ours"].notna().all()
+    assert table["paper"].isna().all()  # the paper's 16k numbers are the 1.3B models', not the stand-in sizes'

@@ -5,7 +5,8 @@ them (results/paper/tables, experiments.reports.paper_tables) and the numbers th
       numbers:
         table: spaj15b_model_results   # the table's label
         column: ppl_slimpajama_15b     # the column with the reported metric
-        where: {optim.lr: 1.0e-3}      # the cells the table's numbers belong to (default: every cell)
+        where: {optim.lr: 1.0e-3}      # the cells the table's numbers belong to (default: every cell; a cell
+                                       # without one of its keys, e.g. a smoke scale's stand-in size, is not one)
         values:                        # numbers of the text, each for one cell
           - {cell: {model: rwkv6, optim.lr: 4.0e-4}, value: 16.38, source: "Appendix B.2"}
 
@@ -118,7 +119,7 @@ def with_paper_numbers(table: pd.DataFrame, paper: dict, cells: list[str]) -> pd
         for key_value, column in numbers.columns().items():
             matches = pd.Series(True, index=table.index)
             for key, value in [*numbers.where.items(), *([key_value] if key_value else [])]:
-                matches &= table[key] == value
+                matches &= (table[key] == value) if key in table else False  # a cell without the key: not one
             values = values.where(~matches, printed_rows(numbers, table[cells], column))
     for item in numbers.values:
         matches = pd.Series(True, index=table.index)
