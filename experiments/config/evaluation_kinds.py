@@ -54,29 +54,19 @@ class PalomaSettings:
 
 @dataclass
 class ContextExtrapolationSettings:
-    """Figure 7 (right) and its table: a language model trained at one context length scored on validation
-    sequences of longer ones ("Models are trained with context length 2048 and then tested for context lengths up
-    to 16384"). Per length L in ``context_lengths``: the first ``sequences`` sequences of L tokens of the training
-    run's validation stream (the task's own sequences at context_length L), their token perplexity and the peak
-    memory of scoring them, ``batch_size`` sequences per pass. Models whose state does not grow with the tokens seen
-    (recurrent: xLSTM, Mamba, RWKV) run chunk by chunk of ``chunk`` tokens with the state carried, so their memory
-    stays flat in L; a Transformer runs the whole sequence in one pass (the paper's Llama, no position
-    interpolation), its memory growing with L. ``precision`` as PalomaSettings'."""
+    """Figure spaj300B_seq_extrapolation (perplexity per length, its table at 16k): a language model trained at one context length scored on validation
+    sequences of a longer one ("Models are trained with context length 2048 and then tested for context lengths up
+    to 16384"), the run's own ``task.context_length`` (an evaluating artifact's grid sets it, one run per length).
+    The first ``sequences`` validation sequences of that length of the training run's corpus, ``batch_size`` per
+    pass: their token perplexity and the peak memory of scoring them. Models whose state does not grow with the
+    tokens seen (recurrent: xLSTM, Mamba, RWKV) run chunk by chunk of ``chunk`` tokens with the state carried, so
+    their memory stays flat in the length; a Transformer runs the whole sequence in one pass (the paper's Llama, no
+    position interpolation), its memory growing with it. ``precision`` as PalomaSettings'."""
 
-    context_lengths: list[int] = field(default_factory=lambda: [2048, 4096, 8192, 16384])
     chunk: int = field(default=2048, metadata=AT_LEAST_ONE)
     sequences: int = field(default=16, metadata=AT_LEAST_ONE)
     batch_size: int = field(default=1, metadata=AT_LEAST_ONE)
     precision: Literal["bf16-mixed", "32-true"] = "bf16-mixed"
-
-    def problems(self) -> list[str]:
-        problems = [f"context_lengths: {length!r} must be a whole number >= 1" for length in self.context_lengths
-                    if not isinstance(length, int) or isinstance(length, bool) or length < 1]
-        if not self.context_lengths:
-            problems.append("context_lengths=[] names no length to score")
-        if len(set(map(str, self.context_lengths))) < len(self.context_lengths):
-            problems.append(f"context_lengths={self.context_lengths} names a length twice")
-        return problems
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,14 @@
 """The ``context_extrapolation`` evaluation kind's run: a finished language-model training run scored on validation
-sequences longer than those it was trained on (Figure 7 right, Table spaj300B_seq_extrapolation).
+sequences longer than those it was trained on (Figure spaj300B_seq_extrapolation: perplexity per length, and its table at 16k).
 
-Per context length L of ``evaluate.settings`` (experiments.config.evaluation_kinds.ContextExtrapolationSettings):
-the first ``sequences`` validation sequences of L tokens of the training run's corpus (the task's own validation
-sequences with its context_length set to L), scored ``batch_size`` at a time, every position's next token. A model
-whose state does not grow with the tokens seen runs chunk by chunk with its state carried (models.chunked_forward),
-any other (a Transformer) the whole sequence at once. The run writes ``extrapolation.csv`` (one row per length:
-tokens, negative log-likelihood, perplexity, peak memory, whether chunked) and result.json's metrics
-``extrapolation/ppl@L`` and ``extrapolation/memory_mib@L`` (the peak memory of scoring one batch at L: the
-experiments.evaluation.peak_memory measure), ``extrapolation/ppl_longest`` (at the longest L: the selection's
-metric at every scale), ``extrapolation/chunked``, the training run's metrics prefixed
+At the run's context length L (its ``task.context_length``, set by the evaluating artifact's grid) and the settings
+of ``evaluate.settings`` (experiments.config.evaluation_kinds.ContextExtrapolationSettings): the first
+``sequences`` validation sequences of L tokens of the training run's corpus (the task's own validation sequences at
+context length L), scored ``batch_size`` at a time, every position's next token. A model whose state does not grow
+with the tokens seen runs chunk by chunk with its state carried (models.chunked_forward), any other (a Transformer)
+the whole sequence at once. Its metrics, result.json's: ``extrapolation/perplexity``, ``extrapolation/memory_mib``
+(the peak memory of scoring the batch that needed most: the experiments.evaluation.peak_memory measure),
+``extrapolation/tokens``, ``extrapolation/chunked`` (1 chunked, 0 one pass), the training run's metrics prefixed
 ``trained/``, ``train/steps`` 0 and ``eval/seconds``.
 """
 
@@ -18,12 +17,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import torch
 import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
 
-from experiments.atomic import write_text_atomic
 from experiments.config.evaluation_kinds import ContextExtrapolationSettings
 from experiments.evaluation.paloma_run import precision_context, trained_language_model
 from experiments.evaluation.peak_memory import peak_memory_bytes
@@ -33,65 +30,46 @@ from tasks.lm.config import LMTaskConfig
 from tasks.lm.data import part_tokens
 from tasks.lm.sequences import TokenWindows
 
-SCORES_FILE = "extrapolation.csv"
 MIB = 2**20
 
 
 def run_context_extrapolation(config: DictConfig, run_dir: Path) -> dict[str, float]:
-    """Score the training run's checkpoint at every context length; TrainingRunMissing before any compute if it is
-    not there."""
+    """Score the training run's checkpoint at the run's context length; TrainingRunMissing before any compute if it
+    is not there."""
     checkpoint, trained = training_checkpoint(config, run_dir)
     settings = ContextExtrapolationSettings(**OmegaConf.to_container(config.evaluate.settings))
     started = time.perf_counter()
-    sequences = {length: validation_sequences(config, length, settings.sequences)
-                 for length in settings.context_lengths}  # every length's data before the model is built
+    inputs, targets = validation_sequences(config, settings.sequences)  # the data before the model is built
     model, device = trained_language_model(config, checkpoint)
     chunk = None if state_grows(model) else settings.chunk
-    rows = [scored_length(model, device, inputs, targets, chunk, settings)
-            for inputs, targets in sequences.values()]
-    scores = pd.DataFrame(rows)
-    write_text_atomic(Path(run_dir) / SCORES_FILE, scores.to_csv(index=False))
-    metrics = {}
-    for row in rows:
-        metrics[f"extrapolation/ppl@{row['context_length']}"] = row["perplexity"]
-        metrics[f"extrapolation/memory_mib@{row['context_length']}"] = row["peak_memory_mib"]
-    metrics["extrapolation/ppl_longest"] = max(rows, key=lambda row: row["context_length"])["perplexity"]
-    metrics["extrapolation/chunked"] = float(chunk is not None)
+    total, peak = 0.0, 0
+    for batch_inputs, batch_targets in zip(inputs.split(settings.batch_size), targets.split(settings.batch_size)):
+        batch_inputs, batch_targets = batch_inputs.to(device), batch_targets.to(device)  # (B, L) each
+
+        def score() -> float:
+            with torch.no_grad(), precision_context(settings.precision, device):
+                return negative_log_likelihood(model, batch_inputs, batch_targets, chunk)
+
+        nll, used = peak_memory_bytes(score, device)
+        total, peak = total + nll, max(peak, used)
+    metrics = {"extrapolation/perplexity": math.exp(total / targets.numel()), "extrapolation/memory_mib": peak / MIB,
+               "extrapolation/tokens": float(targets.numel()), "extrapolation/chunked": float(chunk is not None)}
     metrics |= {f"trained/{metric}": value for metric, value in trained["metrics"].items()}
     metrics["train/steps"] = 0.0
     metrics["eval/seconds"] = time.perf_counter() - started
     return metrics
 
 
-def validation_sequences(config: DictConfig, length: int, count: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Inputs and targets (count, length) each: the first ``count`` validation sequences of the run's language
-    modelling task at context length ``length`` (ValueError naming the setting when its validation part is short)."""
+def validation_sequences(config: DictConfig, count: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and targets (count, L) each: the first ``count`` validation sequences of the run's language modelling
+    task at its context length L (ValueError naming the setting when its validation part is too short)."""
     task = OmegaConf.to_container(config.task, resolve=True)
     if task.get("family") != "lm":
         raise ValueError(f"the context_extrapolation evaluation scores language models; task {task.get('name')!r} "
                          f"is of family {task.get('family')!r}, not 'lm'")
-    task |= {"context_length": length, "val_sequences": count}
+    task["val_sequences"] = count
     tokens = part_tokens(LMTaskConfig(**task), "validation")
-    return TokenWindows(tokens, length).samples(np.arange(count))
-
-
-@torch.no_grad()
-def scored_length(model, device, inputs, targets, chunk: int | None, settings) -> dict:
-    """One length's row: its tokens, negative log-likelihood (nats), perplexity and the peak memory (MiB) of the
-    batch that needed most."""
-    total, peak = 0.0, 0
-    for batch_inputs, batch_targets in zip(inputs.split(settings.batch_size), targets.split(settings.batch_size)):
-        batch_inputs, batch_targets = batch_inputs.to(device), batch_targets.to(device)  # (B, L) each
-
-        def score() -> float:
-            with precision_context(settings.precision, device):
-                return negative_log_likelihood(model, batch_inputs, batch_targets, chunk)
-
-        nll, used = peak_memory_bytes(score, device)
-        total, peak = total + nll, max(peak, used)
-    tokens = targets.numel()
-    return {"context_length": inputs.shape[1], "tokens": tokens, "nll": total,
-            "perplexity": math.exp(total / tokens), "peak_memory_mib": peak / MIB, "chunked": chunk is not None}
+    return TokenWindows(tokens, task["context_length"]).samples(np.arange(count))
 
 
 def negative_log_likelihood(model, inputs: torch.Tensor, targets: torch.Tensor, chunk: int | None) -> float:
