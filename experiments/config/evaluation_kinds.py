@@ -54,9 +54,10 @@ class PalomaSettings:
 
 @dataclass
 class ContextExtrapolationSettings:
-    """Figure spaj300B_seq_extrapolation (perplexity per length, its table at 16k): a language model trained at one context length scored on validation
-    sequences of a longer one ("Models are trained with context length 2048 and then tested for context lengths up
-    to 16384"), the run's own ``task.context_length`` (an evaluating artifact's grid sets it, one run per length).
+    """Figure spaj300B_seq_extrapolation (perplexity per length, its table at 16k): a language model trained at one
+    context length scored on validation sequences of a longer one ("Models are trained with context length 2048
+    and then tested for context lengths up to 16384"), the run's own ``task.context_length`` (an evaluating
+    artifact's grid sets it, one run per length).
     The first ``sequences`` validation sequences of that length of the training run's corpus, ``batch_size`` per
     pass: their token perplexity and the peak memory of scoring them. Models whose state does not grow with the
     tokens seen (recurrent: xLSTM, Mamba, RWKV) run chunk by chunk of ``chunk`` tokens with the state carried, so

@@ -1,5 +1,6 @@
 """The ``context_extrapolation`` evaluation kind's run: a finished language-model training run scored on validation
-sequences longer than those it was trained on (Figure spaj300B_seq_extrapolation: perplexity per length, and its table at 16k).
+sequences longer than those it was trained on (Figure spaj300B_seq_extrapolation: perplexity per length, its table
+at 16k).
 
 At the run's context length L (its ``task.context_length``, set by the evaluating artifact's grid) and the settings
 of ``evaluate.settings`` (experiments.config.evaluation_kinds.ContextExtrapolationSettings): the first
