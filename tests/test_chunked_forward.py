@@ -51,8 +51,11 @@ def test_chunks_with_the_carried_state_give_the_full_forward_logits(name, chunk)
     torch.testing.assert_close(chunked, full, rtol=1e-6, atol=1e-6)
 
 
-def test_the_xlstm_parallel_chunk_gives_the_stepped_chunk_from_a_carried_state_with_the_trained_eps():
-    model = xlstm_lm("xlstm_7_1", num_blocks=4, eps=1e-6)  # the models' eps: the two forms round differently
+@pytest.mark.parametrize("make", [lambda: xlstm_lm("xlstm_7_1", num_blocks=4, eps=1e-6), lambda: backbone_lm("mamba")],
+                         ids=["xlstm_7_1 with the trained eps", "mamba"])
+def test_the_parallel_chunk_gives_the_stepped_chunk_from_a_carried_state(make):
+    model = make()
+    assert hasattr(model, "forward_chunk")  # a parallel pass, not the stepping fallback
     tokens = torch.randint(0, VOCAB, (2, 23))
     with torch.no_grad():
         _, state = forward_chunk(model, tokens[:, :11], model.init_state(2))
@@ -71,6 +74,10 @@ class StepOnly(torch.nn.Module):
 
     def step(self, token_t, state):
         return self.model.step(token_t, state)
+
+
+def test_a_backbone_without_a_parallel_chunk_gives_its_language_model_none():
+    assert not hasattr(backbone_lm("rwkv4"), "forward_chunk")  # stepped through a chunk instead
 
 
 @pytest.mark.parametrize("name, grows", [("xlstm_1_0", False), ("mamba", False), ("rwkv4", False), ("llama", True)])

@@ -5,7 +5,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from models.block_stack import BlockStack
+from models.block_stack import BlockStack, through_blocks
 from models.xlstm.components import LayerNorm
 from models.xlstm.config import XLSTMStackConfig
 from models.xlstm.feedforward import GatedFeedForward
@@ -70,8 +70,5 @@ class XLSTMStack(BlockStack):
 
     def forward_chunk(self, x: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:
         """x (B, C, D) from ``state`` (one entry per block) -> (B, C, D) and the state after the chunk."""
-        new_state = []
-        for block, block_state in zip(self.blocks, state):
-            x, block_state = block.forward_chunk(x, block_state)
-            new_state.append(block_state)
+        x, new_state = through_blocks(self.blocks, "forward_chunk", x, state)
         return self.post_blocks_norm(x), new_state
