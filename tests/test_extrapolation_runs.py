@@ -14,7 +14,7 @@ import torch
 from experiments.config.artifacts import load_artifact, run_id_of
 from experiments.evaluation.peak_memory import peak_memory_bytes
 from experiments.sweeps.sweep import run_sweep
-from tests.test_paloma_runs import artifacts, training_config_of  # noqa: F401 (artifacts: a fixture)
+from tests.test_paloma_runs import training_config_of
 
 TRAINING, ARTIFACT = "temp_sclaw300B", "spaj300B_seq_extrapolation"
 
@@ -51,8 +51,8 @@ def test_the_largest_models_are_evaluated_at_each_length_and_their_training_run_
     ("{precision: fp16}", "evaluates.settings.precision='fp16' is not valid; valid choices: ['bf16-mixed', '32-true']"),
     ("{chunks: 8}", "unknown key evaluates.settings.chunks; did you mean evaluates.settings.chunk?"),
 ])
-def test_a_bad_setting_is_named_with_its_valid_values_when_the_artifact_loads(artifacts, settings, message):
-    (artifacts / "probe.yaml").write_text(
+def test_a_bad_setting_is_named_with_its_valid_values_when_the_artifact_loads(artifact_folder, settings, message):
+    (artifact_folder / "probe.yaml").write_text(
         f"artifact: probe\nevaluates: {{artifact: {TRAINING}, kind: context_extrapolation, settings: {settings}}}\n"
         "selection: {metric: extrapolation/perplexity, mode: min, choose: [], average: [seed]}\n"
         "report: {kind: table, cells: [model], metric: extrapolation/perplexity}\n")

@@ -5,7 +5,6 @@ and end to end on the smoke scale: train, evaluate, report, with one document's 
 from the checkpoint."""
 
 import json
-import os
 
 import numpy as np
 import pandas as pd
@@ -55,14 +54,6 @@ def test_the_two_tables_score_their_own_sources_so_their_runs_differ():
     assert {run.run_id for run in ppleval}.isdisjoint(run.run_id for run in app)
 
 
-@pytest.fixture
-def artifacts(tmp_path, monkeypatch):
-    folder = tmp_path / "artifacts"
-    folder.mkdir()
-    monkeypatch.setenv("XLSTM_SUITE_ARTIFACTS", os.pathsep.join([os.environ["XLSTM_SUITE_ARTIFACTS"], str(folder)]))
-    return folder
-
-
 def evaluating(settings: str, kind: str = "paloma") -> str:
     return (f"artifact: probe\nevaluates: {{artifact: {TRAINING}, kind: {kind}, settings: {settings}}}\n"
             "selection: {metric: paloma/average, mode: min, choose: [], average: [seed]}\n"
@@ -70,16 +61,17 @@ def evaluating(settings: str, kind: str = "paloma") -> str:
 
 
 @pytest.mark.parametrize("kind, settings, message", [
-    ("palomo", "{}", "evaluates.kind='palomo' is not valid; valid choices: ['context_extrapolation', 'paloma']"),
+    ("palomo", "{}", "evaluates.kind='palomo' is not valid; valid choices: ['context_extrapolation', 'lmeval', "
+                     "'paloma']"),
     ("paloma", "{window: 0}", "evaluates.settings.window=0 must be >= 1"),
     ("paloma", "{sources: [c4]}", "sources: 'c4' is not a PALOMA source; valid choices: ['c4_en', 'mc4'"),
     ("paloma", "{split: train}", "evaluates.settings.split='train' is not valid; valid choices: ['val', 'test']"),
     ("paloma", "{windw: 8}", "unknown key evaluates.settings.windw; did you mean evaluates.settings.window?"),
     ("paloma", "{window: 64, tokens_per_batch: 32}", "tokens_per_batch=32 must hold one window of window=64"),
 ])
-def test_a_bad_evaluation_value_is_named_with_the_valid_choices_when_the_artifact_loads(artifacts, kind, settings,
-                                                                                         message):
-    (artifacts / "probe.yaml").write_text(evaluating(settings, kind))
+def test_a_bad_evaluation_value_is_named_with_the_valid_choices_when_the_artifact_loads(artifact_folder, kind,
+                                                                                         settings, message):
+    (artifact_folder / "probe.yaml").write_text(evaluating(settings, kind))
     with pytest.raises(ValueError) as error:
         load_artifact("probe")
     assert message in str(error.value)
@@ -119,7 +111,7 @@ def direct_perplexity(model, tokens: np.ndarray, window: int, start_token: int) 
 
 @pytest.mark.slow  # trains the four smoke runs of temp_sclaw300B, then scores PALOMA's stand-in (about 2 minutes)
 def test_smoke_scale_trains_evaluates_and_reports_and_a_documents_perplexity_is_recomputed_by_hand(tmp_path):
-    from experiments.evaluation.paloma_run import trained_language_model
+    from experiments.evaluation.trained_models import trained_language_model
     from experiments.reports.report import write_report
     from experiments.sweeps.training_runs import evaluated_checkpoints, training_directory
     from tasks.lm.paloma import read_documents

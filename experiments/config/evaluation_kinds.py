@@ -52,6 +52,35 @@ class PalomaSettings:
         return problems
 
 
+PRECISIONS = ("32-true", "bf16-true", "bf16-mixed")  # full float32, full bfloat16, bfloat16 autocast on float32
+DOWNSTREAM_TASKS = ("lambada_openai", "hellaswag", "piqa", "arc_easy", "arc_challenge", "winogrande")
+
+
+@dataclass
+class LmevalSettings:
+    """Downstream tasks through EleutherAI's LM Evaluation Harness as the paper runs them (Appendix "Details on
+    Downstream Evaluation"): its six tasks (``tasks``, the harness's task names), each model evaluated "in full
+    float32, full bfloat16 and bfloat16 Mixed Precision with weights in float32" (``precisions``), the best value of
+    each column kept. ``limit``: at most this many documents per task (the smoke scale; null: all). ``task_dir``: a
+    folder of task YAMLs added to the harness's own (offline stand-ins; null: none)."""
+
+    tasks: list[str] = field(default_factory=lambda: list(DOWNSTREAM_TASKS))
+    precisions: list[Literal[PRECISIONS]] = field(default_factory=lambda: list(PRECISIONS))
+    limit: int | None = field(default=None, metadata=AT_LEAST_ONE)
+    task_dir: str | None = None
+
+    def problems(self) -> list[str]:
+        problems = []
+        if not self.tasks:
+            problems.append(f"tasks=[] names no task; the paper's: {list(DOWNSTREAM_TASKS)}")
+        if not self.precisions:
+            problems.append(f"precisions=[] names no precision; valid choices: {list(PRECISIONS)}")
+        for name, values in (("tasks", self.tasks), ("precisions", self.precisions)):
+            if len(set(values)) < len(values):
+                problems.append(f"{name}={values} names a value twice")
+        return problems
+
+
 @dataclass
 class ContextExtrapolationSettings:
     """Figure spaj300B_seq_extrapolation (perplexity per length, its table at 16k): a language model trained at one
@@ -78,6 +107,7 @@ class EvaluationKind:
 
 EVALUATION_KINDS = {
     "paloma": EvaluationKind(PalomaSettings, "experiments.evaluation.paloma_run.run_paloma"),
+    "lmeval": EvaluationKind(LmevalSettings, "experiments.evaluation.lmeval_run.run_lmeval"),
     "context_extrapolation": EvaluationKind(ContextExtrapolationSettings,
                                             "experiments.evaluation.extrapolation_run.run_context_extrapolation"),
 }

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
 
 from experiments.config.evaluation_kinds import ContextExtrapolationSettings
-from experiments.evaluation.paloma_run import precision_context, trained_language_model
+from experiments.evaluation.trained_models import precision_context, trained_language_model
 from experiments.evaluation.peak_memory import peak_memory_bytes
 from experiments.training.train import training_checkpoint
 from models.chunked_forward import chunked_logits, state_grows

@@ -10,23 +10,21 @@ scored (experiments.evaluation.paloma_scores.TABLES: ppleval's 12 sources and av
 """
 
 import time
-from contextlib import nullcontext
 from pathlib import Path
 
 import pandas as pd
-import torch
 from omegaconf import DictConfig, OmegaConf
 
 from experiments.atomic import write_text_atomic
 from experiments.config.evaluation_kinds import PalomaSettings
 from experiments.evaluation.paloma_likelihoods import document_likelihoods
 from experiments.evaluation.paloma_scores import TABLES, source_perplexities, subdomain_perplexities, table_columns
-from experiments.training.train import build_module, training_checkpoint
+from experiments.evaluation.trained_models import language_model_tokenizer, precision_context, trained_language_model
+from experiments.training.train import training_checkpoint
 from tasks.lm.paloma import read_documents
 from tasks.lm.paloma_sample import SAMPLE_LOCATION, paloma_sample
 from tasks.lm.paloma_windows import tokenize, window_batches
 from tasks.lm.tokenizer import tokenizer
-from tasks.registry import task_spec
 
 SCORES_FILE = "paloma.csv"
 
@@ -58,38 +56,9 @@ def run_paloma(config: DictConfig, run_dir: Path) -> dict[str, float]:
     return metrics
 
 
-def trained_language_model(config: DictConfig, checkpoint: Path) -> tuple[torch.nn.Module, torch.device]:
-    """The run's language model (tokens (B, S) -> logits (B, S, V)) with the checkpoint's weights, in eval mode on
-    the accelerator the run's trainer names (a GPU when it names one and one is there, else the CPU)."""
-    spec = task_spec(OmegaConf.to_container(config.task, resolve=True))
-    if spec.output_kind != "vocab":
-        raise ValueError(f"the paloma evaluation scores language models; task {spec.name!r} has output kind "
-                         f"{spec.output_kind!r}, not 'vocab'")
-    module = build_module(config, spec)  # on the CPU
-    module.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=False)["state_dict"])
-    wants_gpu = config.trainer.accelerator != "cpu"
-    device = torch.device("cuda" if wants_gpu and torch.cuda.is_available() else "cpu")
-    return module.model.eval().to(device), device
-
-
-def language_model_tokenizer(config: DictConfig) -> str:
-    name = config.task.get("tokenizer")
-    if name is None:
-        raise ValueError(f"the paloma evaluation needs the task's tokenizer (task.tokenizer); task "
-                         f"{config.task.get('name')!r} names none")
-    return name
-
-
 def data_location(location: str) -> str | Path:
     """The stand-in's folder for ``sample``; a local clone or the hub id as given."""
     return paloma_sample() if location == SAMPLE_LOCATION else location
-
-
-def precision_context(precision: str, device: torch.device):
-    """bf16-mixed: autocast to bfloat16 with float32 weights (the paper's "bfloat16 Mixed Precision"); 32-true: none."""
-    if precision == "bf16-mixed":
-        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
-    return nullcontext()
 
 
 def scores_csv(subdomains: pd.DataFrame, sources: pd.DataFrame) -> str:
