@@ -7,6 +7,16 @@ import torch
 from torch import nn
 
 
+def through_blocks(blocks: Iterable[nn.Module], method: str, x: torch.Tensor, state: list[Any]):
+    """x through each block's ``method`` (step or forward_chunk) with the block's entry of ``state``: the output and
+    the new state, one entry per block."""
+    new_state = []
+    for block, block_state in zip(blocks, state):
+        x, block_state = getattr(block, method)(x, block_state)
+        new_state.append(block_state)
+    return x, new_state
+
+
 class BlockStack(nn.Module):
     """(B, S, D) -> (B, S, D). Each block brings forward, init_state(batch) and step(x_t, state)."""
 
@@ -25,8 +35,5 @@ class BlockStack(nn.Module):
 
     def step(self, x_t: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:
         """x_t (B, D) -> (B, D); the state holds one entry per block."""
-        new_state = []
-        for block, block_state in zip(self.blocks, state):
-            x_t, block_state = block.step(x_t, block_state)
-            new_state.append(block_state)
+        x_t, new_state = through_blocks(self.blocks, "step", x_t, state)
         return self.post_blocks_norm(x_t), new_state

@@ -24,6 +24,17 @@ class LanguageModel(nn.Module):
         """tokens (B, S) -> logits (B, S, V)"""
         return self.lm_head(self.backbone(self.token_embedding(tokens)))
 
+    def __getattr__(self, name: str):
+        """``forward_chunk`` where the backbone has one (a parallel pass over a chunk from a carried state)."""
+        if name == "forward_chunk" and hasattr(self.backbone, "forward_chunk"):
+            return self._forward_chunk
+        return super().__getattr__(name)
+
+    def _forward_chunk(self, tokens: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any]:
+        """tokens (B, C) from ``state`` -> logits (B, C, V) and the state after the chunk."""
+        x, state = self.backbone.forward_chunk(self.token_embedding(tokens), state)
+        return self.lm_head(x), state
+
     def init_state(self, batch: int) -> Any:
         return self.backbone.init_state(batch)
 

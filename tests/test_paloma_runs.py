@@ -61,7 +61,8 @@ def evaluating(settings: str, kind: str = "paloma") -> str:
 
 
 @pytest.mark.parametrize("kind, settings, message", [
-    ("palomo", "{}", "evaluates.kind='palomo' is not valid; valid choices: ['lmeval', 'paloma']"),
+    ("palomo", "{}", "evaluates.kind='palomo' is not valid; valid choices: ['context_extrapolation', 'lmeval', "
+                     "'paloma']"),
     ("paloma", "{window: 0}", "evaluates.settings.window=0 must be >= 1"),
     ("paloma", "{sources: [c4]}", "sources: 'c4' is not a PALOMA source; valid choices: ['c4_en', 'mc4'"),
     ("paloma", "{split: train}", "evaluates.settings.split='train' is not valid; valid choices: ['val', 'test']"),

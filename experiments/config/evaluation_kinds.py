@@ -81,6 +81,24 @@ class LmevalSettings:
         return problems
 
 
+@dataclass
+class ContextExtrapolationSettings:
+    """Figure spaj300B_seq_extrapolation (perplexity per length, its table at 16k): a language model trained at one
+    context length scored on validation sequences of a longer one ("Models are trained with context length 2048
+    and then tested for context lengths up to 16384"), the run's own ``task.context_length`` (an evaluating
+    artifact's grid sets it, one run per length).
+    The first ``sequences`` validation sequences of that length of the training run's corpus, ``batch_size`` per
+    pass: their token perplexity and the peak memory of scoring them. Models whose state does not grow with the
+    tokens seen (recurrent: xLSTM, Mamba, RWKV) run chunk by chunk of ``chunk`` tokens with the state carried, so
+    their memory stays flat in the length; a Transformer runs the whole sequence in one pass (the paper's Llama, no
+    position interpolation), its memory growing with it. ``precision`` as PalomaSettings'."""
+
+    chunk: int = field(default=2048, metadata=AT_LEAST_ONE)
+    sequences: int = field(default=16, metadata=AT_LEAST_ONE)
+    batch_size: int = field(default=1, metadata=AT_LEAST_ONE)
+    precision: Literal["bf16-mixed", "32-true"] = "bf16-mixed"
+
+
 @dataclass(frozen=True)
 class EvaluationKind:
     settings: type  # a dataclass whose every field has a default
@@ -90,6 +108,8 @@ class EvaluationKind:
 EVALUATION_KINDS = {
     "paloma": EvaluationKind(PalomaSettings, "experiments.evaluation.paloma_run.run_paloma"),
     "lmeval": EvaluationKind(LmevalSettings, "experiments.evaluation.lmeval_run.run_lmeval"),
+    "context_extrapolation": EvaluationKind(ContextExtrapolationSettings,
+                                            "experiments.evaluation.extrapolation_run.run_context_extrapolation"),
 }
 
 

@@ -5,7 +5,8 @@ them (results/paper/tables, experiments.reports.paper_tables) and the numbers th
       numbers:
         table: spaj15b_model_results   # the table's label
         column: ppl_slimpajama_15b     # the column with the reported metric
-        where: {optim.lr: 1.0e-3}      # the cells the table's numbers belong to (default: every cell)
+        where: {optim.lr: 1.0e-3}      # the cells the table's numbers belong to (default: every cell; a cell
+                                       # without one of its keys, e.g. a smoke scale's stand-in size, is not one)
         values:                        # numbers of the text, each for one cell
           - {cell: {model: rwkv6, optim.lr: 4.0e-4}, value: 16.38, source: "Appendix B.2"}
 
@@ -127,10 +128,10 @@ def printed_row(table: str, row: dict) -> pd.Series:
 
 
 def cells_matching(table: pd.DataFrame, cell: dict) -> pd.Series:
-    """Which rows of a cell table hold every key of ``cell`` at its value."""
+    """Which rows of a cell table hold every key of ``cell`` at its value (a cell without the key: not one)."""
     matches = pd.Series(True, index=table.index)
     for key, value in cell.items():
-        matches &= table[key] == value
+        matches &= (table[key] == value) if key in table else False
     return matches
 
 

@@ -9,6 +9,7 @@ from torch import nn
 
 from kernels.selective_scan import initial_state as empty_ssm_state
 from kernels.selective_scan import selective_scan, selective_scan_step
+from models.block_stack import through_blocks
 from models.mamba.config import MambaConfig
 from models.xlstm.components import CausalConv1d
 
@@ -71,6 +72,18 @@ class MambaMixer(nn.Module):
                            backend=self.config.backend)  # (B, S, DI)
         return self.out_proj(y * F.silu(gate))
 
+    def forward_chunk(self, x: torch.Tensor, state: MambaLayerState) -> tuple[torch.Tensor, MambaLayerState]:
+        """x (B, C, D) from ``state`` -> (B, C, D) and the state after the chunk: the scan started from the state's
+        SSM state, the convolution from its last inputs (one parallel pass)."""
+        ssm_branch, gate = self.in_proj(x).chunk(2, dim=-1)  # (B, C, DI) each
+        ssm_branch, conv_state = self.conv1d.forward_chunk(ssm_branch, state.conv)
+        ssm_branch = F.silu(ssm_branch)  # (B, C, DI)
+        dt, B, C = self._ssm_inputs(ssm_branch)  # (B, C, DI), (B, C, N), (B, C, N)
+        A = -torch.exp(self.A_log)  # (DI, N)
+        y, ssm_state = selective_scan(ssm_branch, dt, A, B, C, self.D, initial_state=state.ssm, return_state=True,
+                                      chunk_size=self.config.chunk_size, backend=self.config.backend)  # (B, C, DI)
+        return self.out_proj(y * F.silu(gate)), MambaLayerState(conv_state, ssm_state)
+
     def init_state(self, batch: int) -> MambaLayerState:
         like = self.A_log
         conv = self.conv1d.init_state(batch, self.config.inner_dim, dtype=like.dtype, device=like.device)
@@ -99,6 +112,11 @@ class MambaBlock(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(B, S, D) -> (B, S, D)"""
         return x + self.mixer(self.norm(x))
+
+    def forward_chunk(self, x: torch.Tensor, state: MambaLayerState) -> tuple[torch.Tensor, MambaLayerState]:
+        """x (B, C, D) from ``state`` -> (B, C, D) and the state after the chunk"""
+        y, state = self.mixer.forward_chunk(self.norm(x), state)
+        return x + y, state
 
     def init_state(self, batch: int) -> MambaLayerState:
         return self.mixer.init_state(batch)
@@ -133,13 +151,15 @@ class MambaBackbone(nn.Module):
             x = block(x)
         return self.final_norm(x)
 
+    def forward_chunk(self, x: torch.Tensor, state: list[MambaLayerState]) -> tuple[torch.Tensor, list[MambaLayerState]]:
+        """x (B, C, D) from ``state`` (one entry per block) -> (B, C, D) and the state after the chunk."""
+        x, new_state = through_blocks(self.blocks, "forward_chunk", x, state)
+        return self.final_norm(x), new_state
+
     def init_state(self, batch: int) -> list[MambaLayerState]:
         return [block.init_state(batch) for block in self.blocks]
 
     def step(self, x_t: torch.Tensor, state: list[MambaLayerState]) -> tuple[torch.Tensor, list[MambaLayerState]]:
         """x_t (B, D) -> (B, D); the state holds one entry per block."""
-        new_state = []
-        for block, block_state in zip(self.blocks, state):
-            x_t, block_state = block.step(x_t, block_state)
-            new_state.append(block_state)
+        x_t, new_state = through_blocks(self.blocks, "step", x_t, state)
         return self.final_norm(x_t), new_state

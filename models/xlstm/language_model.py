@@ -28,6 +28,11 @@ class XLSTMLanguageModel(nn.Module):
         """tokens (B, S) -> logits (B, S, V)"""
         return self.lm_head(self.stack(self.token_embedding(tokens)))
 
+    def forward_chunk(self, tokens: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:
+        """tokens (B, C) from ``state`` -> logits (B, C, V) and the state after the chunk."""
+        x, state = self.stack.forward_chunk(self.token_embedding(tokens), state)
+        return self.lm_head(x), state
+
     def init_state(self, batch: int) -> list[Any]:
         return self.stack.init_state(batch)
 

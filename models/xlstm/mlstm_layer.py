@@ -85,6 +85,26 @@ class MLSTMCellLayer(nn.Module):
                  backend=self.config.backend, **options)  # (B, NH, S, DH)
         return self._output(h, x_conv, extra)
 
+    def _conv_branch(self, method: str, x_cell: torch.Tensor, conv_state: torch.Tensor | None):
+        """silu(causal conv(x_cell)) from the convolution's state by its ``method`` (step or forward_chunk), and
+        its next state; x_cell itself without a convolution."""
+        if self.conv is None:
+            return x_cell, conv_state
+        x_conv, conv_state = getattr(self.conv, method)(x_cell, conv_state)
+        return F.silu(x_conv), conv_state
+
+    def forward_chunk(self, x: torch.Tensor, state: MLSTMLayerState) -> tuple[torch.Tensor, MLSTMLayerState]:
+        """x (B, C, D) from ``state`` -> (B, C, D) and the state after the chunk: the chunkwise cell started from
+        the state's (C, n, m), the convolution from its last inputs (one parallel pass, memory linear in C)."""
+        x_cell, extra = self._cell_input(x)  # (B, C, inner), ...
+        x_conv, conv_state = self._conv_branch("forward_chunk", x_cell, state.conv)  # (B, C, inner)
+        q, k, v, i, f = self._qkv_gates(x_cell, x_conv)
+        h, cell_state = mlstm_kernels.chunkwise(q, k, v, i, f, initial_state=state.cell, return_state=True,
+                                                forget_gate=self.config.forget_gate, eps=self.config.eps,
+                                                chunk_size=self.config.chunk_size,
+                                                backend=self.config.backend)  # (B, NH, C, DH)
+        return self._output(h, x_conv, extra), MLSTMLayerState(conv=conv_state, cell=cell_state)
+
     def init_state(self, batch: int) -> MLSTMLayerState:
         """The official zero state: C = n = 0 and stabilizer m = 0."""
         reference = next(self.parameters())
@@ -99,12 +119,8 @@ class MLSTMCellLayer(nn.Module):
     def step(self, x_t: torch.Tensor, state: MLSTMLayerState) -> tuple[torch.Tensor, MLSTMLayerState]:
         """x_t (B, D) -> y_t (B, D), in constant memory."""
         x_cell, extra = self._cell_input(x_t.unsqueeze(1))  # (B, 1, inner), ...
-        conv_state = state.conv
-        if self.conv is not None:
-            x_conv, conv_state = self.conv.step(x_cell[:, 0], conv_state)
-            x_conv = F.silu(x_conv).unsqueeze(1)  # (B, 1, inner)
-        else:
-            x_conv = x_cell
+        x_conv, conv_state = self._conv_branch("step", x_cell[:, 0], state.conv)  # (B, inner)
+        x_conv = x_conv.unsqueeze(1)  # (B, 1, inner)
         q, k, v, i, f = self._qkv_gates(x_cell, x_conv)
         h, cell_state = mlstm_kernels.step(q, k, v, i, f, state=state.cell, forget_gate=self.config.forget_gate,
                                            eps=self.config.eps, backend=self.config.backend)  # (B, NH, 1, DH)

@@ -5,7 +5,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from models.block_stack import BlockStack
+from models.block_stack import BlockStack, through_blocks
 from models.xlstm.components import LayerNorm
 from models.xlstm.config import XLSTMStackConfig
 from models.xlstm.feedforward import FeedForward
@@ -44,6 +44,22 @@ class XLSTMBlock(nn.Module):
     def init_state(self, batch: int) -> Any:
         return self.layer.init_state(batch)
 
+    def forward_chunk(self, x: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any]:
+        """x (B, C, D) from ``state`` -> (B, C, D) and the state after the chunk: an mLSTM block in one parallel
+        pass (with its feed-forward in a post up-projection block), an sLSTM block (memory mixing: no parallel form)
+        step by step."""
+        if self.block_type == "mlstm":
+            y, state = self.layer.forward_chunk(self.norm(x), state)
+            x = x + y
+            if self.ffn is not None:
+                x = x + self.ffn(self.ffn_norm(x))
+            return x, state
+        outputs = []
+        for x_t in x.unbind(1):  # (B, D) each
+            x_t, state = self.step(x_t, state)
+            outputs.append(x_t)
+        return torch.stack(outputs, dim=1), state  # (B, C, D)
+
     def step(self, x_t: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any]:
         """x_t (B, D) -> (B, D)"""
         y_t, state = self.layer.step(self.norm(x_t), state)
@@ -60,3 +76,8 @@ class XLSTMStack(BlockStack):
         post_blocks_norm = LayerNorm(config.embedding_dim) if config.add_post_blocks_norm else nn.Identity()
         super().__init__((XLSTMBlock(config, index) for index in range(config.num_blocks)), post_blocks_norm)
         self.config = config
+
+    def forward_chunk(self, x: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:
+        """x (B, C, D) from ``state`` (one entry per block) -> (B, C, D) and the state after the chunk."""
+        x, new_state = through_blocks(self.blocks, "forward_chunk", x, state)
+        return self.post_blocks_norm(x), new_state
