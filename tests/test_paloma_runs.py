@@ -27,8 +27,10 @@ def training_config_of(config):
     return trained
 
 
-@pytest.mark.parametrize("artifact", ["ppleval", "ppleval_app"])
-@pytest.mark.parametrize("scale", ["smoke", "paper"])
+@pytest.mark.parametrize("artifact, scale", [
+    ("ppleval", "smoke"), ("ppleval_app", "smoke"), ("ppleval", "paper"),
+    pytest.param("ppleval_app", "paper", marks=pytest.mark.slow),  # 10 s; ppleval's paper plan is the same code
+])
 def test_each_training_run_is_evaluated_once_and_its_id_is_recomputed_from_the_evaluation_run(artifact, scale):
     training = {run.run_id: run for run in load_artifact(TRAINING).runs(scale)}
     runs = load_artifact(artifact).runs(scale)
