@@ -14,6 +14,7 @@ import torch
 from experiments.config.artifacts import load_artifact, run_id_of
 from experiments.evaluation.peak_memory import peak_memory_bytes
 from experiments.sweeps.sweep import run_sweep
+from tests.evaluation_probe import load_error
 from tests.test_paloma_runs import training_config_of
 
 TRAINING, ARTIFACT = "temp_sclaw300B", "spaj300B_seq_extrapolation"
@@ -52,13 +53,7 @@ def test_the_largest_models_are_evaluated_at_each_length_and_their_training_run_
     ("{chunks: 8}", "unknown key evaluates.settings.chunks; did you mean evaluates.settings.chunk?"),
 ])
 def test_a_bad_setting_is_named_with_its_valid_values_when_the_artifact_loads(artifact_folder, settings, message):
-    (artifact_folder / "probe.yaml").write_text(
-        f"artifact: probe\nevaluates: {{artifact: {TRAINING}, kind: context_extrapolation, settings: {settings}}}\n"
-        "selection: {metric: extrapolation/perplexity, mode: min, choose: [], average: [seed]}\n"
-        "report: {kind: table, cells: [model], metric: extrapolation/perplexity}\n")
-    with pytest.raises(ValueError) as error:
-        load_artifact("probe")
-    assert message in str(error.value)
+    assert message in load_error(artifact_folder, "context_extrapolation", settings, "extrapolation/perplexity")
 
 
 def test_the_cpu_peak_is_the_most_tensor_bytes_alive_at_once():

@@ -15,6 +15,7 @@ from experiments.config.artifacts import load_artifact
 from experiments.sweeps.sweep import run_sweep
 from models.registry import build_language_model_from
 from tasks.lm.tokenizer import MODEL_VOCABULARY, encoding
+from tests.evaluation_probe import load_error
 
 lm_eval = pytest.importorskip("lm_eval", reason="the optional extra lmeval (pip install -e '.[lmeval]')")
 
@@ -208,13 +209,7 @@ def test_the_report_puts_the_papers_average_accuracy_beside_each_paper_cell():
     ("{task: [piqa]}", "unknown key evaluates.settings.task; did you mean evaluates.settings.tasks"),
 ])
 def test_a_bad_setting_is_named_when_the_artifact_loads(artifact_folder, settings, message):
-    (artifact_folder / "probe.yaml").write_text(
-        f"artifact: probe\nevaluates: {{artifact: {TRAINING}, kind: lmeval, settings: {settings}}}\n"
-        "selection: {metric: lmeval/average_acc, mode: max, choose: [], average: [seed]}\n"
-        "report: {kind: table, cells: [model], metric: lmeval/average_acc}\n")
-    with pytest.raises(ValueError) as error:
-        load_artifact("probe")
-    assert message in str(error.value)
+    assert message in load_error(artifact_folder, "lmeval", settings, "lmeval/average_acc")
 
 
 def test_a_task_the_harness_does_not_know_is_named_before_any_compute(tmp_path):

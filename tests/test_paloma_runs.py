@@ -15,6 +15,7 @@ from rich.console import Console
 
 from experiments.config.artifacts import load_artifact, run_id_of
 from experiments.sweeps.sweep import run_sweep
+from tests.evaluation_probe import load_error
 
 TRAINING = "temp_sclaw300B"
 
@@ -56,12 +57,6 @@ def test_the_two_tables_score_their_own_sources_so_their_runs_differ():
     assert {run.run_id for run in ppleval}.isdisjoint(run.run_id for run in app)
 
 
-def evaluating(settings: str, kind: str = "paloma") -> str:
-    return (f"artifact: probe\nevaluates: {{artifact: {TRAINING}, kind: {kind}, settings: {settings}}}\n"
-            "selection: {metric: paloma/average, mode: min, choose: [], average: [seed]}\n"
-            "report: {kind: table, cells: [model], metric: paloma/average}\n")
-
-
 @pytest.mark.parametrize("kind, settings, message", [
     ("palomo", "{}", "evaluates.kind='palomo' is not valid; valid choices: ['context_extrapolation', 'lmeval', "
                      "'paloma']"),
@@ -73,10 +68,7 @@ def evaluating(settings: str, kind: str = "paloma") -> str:
 ])
 def test_a_bad_evaluation_value_is_named_with_the_valid_choices_when_the_artifact_loads(artifact_folder, kind,
                                                                                          settings, message):
-    (artifact_folder / "probe.yaml").write_text(evaluating(settings, kind))
-    with pytest.raises(ValueError) as error:
-        load_artifact("probe")
-    assert message in str(error.value)
+    assert message in load_error(artifact_folder, kind, settings, "paloma/average")
 
 
 def test_missing_training_runs_hold_their_evaluation_runs_back_and_are_named_with_their_command(tmp_path, capsys):
