@@ -25,9 +25,12 @@ class LanguageModel(nn.Module):
         return self.lm_head(self.backbone(self.token_embedding(tokens)))
 
     def __getattr__(self, name: str):
-        """``forward_chunk`` where the backbone has one (a parallel pass over a chunk from a carried state)."""
+        """``forward_chunk`` where the backbone has one (a parallel pass over a chunk from a carried state);
+        ``init_static_state(batch, capacity)`` where it has one (a key-value cache of a fixed number of positions)."""
         if name == "forward_chunk" and hasattr(self.backbone, "forward_chunk"):
             return self._forward_chunk
+        if name == "init_static_state" and hasattr(self.backbone, "init_static_state"):
+            return self.backbone.init_static_state
         return super().__getattr__(name)
 
     def _forward_chunk(self, tokens: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any]:

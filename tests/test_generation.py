@@ -4,7 +4,7 @@ eagerly and with the compiled step."""
 import pytest
 import torch
 
-from models.generation import compiled_step, greedy_generate
+from models.generation import compiled_step, greedy_generate, needed_capacity
 from models.language_model import LanguageModel
 from models.registry import build_backbone
 from models.xlstm.config import MLSTMLayerConfig, XLSTMLanguageModelConfig
@@ -49,6 +49,31 @@ def test_generated_tokens_are_the_forward_argmax(make):
     assert tokens.shape == (3, 17)
     assert torch.equal(tokens[:, :5], prompt)
     assert_greedy(model, tokens, prompt_length=5)
+
+
+def gpt3_lm() -> LanguageModel:
+    torch.manual_seed(0)
+    backbone = build_backbone("gpt3", embedding_dim=32, num_blocks=2, max_context_length=32)
+    return _perturbed(LanguageModel(backbone, VOCAB, 32)).double()
+
+
+@pytest.mark.parametrize("make", [llama_lm, gpt3_lm], ids=["llama", "gpt3"])
+@pytest.mark.parametrize("new", [0, 1, 9])
+def test_a_static_cache_generates_what_the_growing_cache_does(make, new):
+    """The static cache holds exactly the positions stepped (none spare: one more step is refused) and gives the
+    tokens of the growing one, which the forward pass checks (test above)."""
+    model = make()
+    prompt = torch.randint(0, VOCAB, (2, 4))
+    capacity = needed_capacity(4, new)
+    tokens = greedy_generate(model, prompt, max_new_tokens=new, cache_capacity=capacity)
+    assert torch.equal(tokens, greedy_generate(model, prompt, max_new_tokens=new))
+    assert_greedy(model, tokens, prompt_length=4)
+    with torch.no_grad():
+        state = model.init_static_state(2, capacity)
+        for token_t in tokens[:, :capacity].unbind(1):
+            _, state = model.step(token_t, state)
+        with pytest.raises(IndexError, match=f"holds {capacity} positions, all written"):
+            model.step(tokens[:, 0], state)
 
 
 def test_compiled_step_gives_the_eager_logits_and_tokens():

@@ -1,4 +1,6 @@
-"""Causal multi-head self-attention with a KV cache for recurrent stepping."""
+"""Causal multi-head self-attention with a key-value cache for recurrent stepping: a growing one (each step appends
+its position) or a static one (Figure inference_time_generation's Llama: buffers for a fixed number of positions,
+allocated once and written in place, so that a step copies nothing and the memory is known before decoding)."""
 
 from typing import NamedTuple
 
@@ -12,6 +14,17 @@ from models.transformers.rotary import apply_rotary, rotary_cos_sin
 class KVCache(NamedTuple):
     keys: torch.Tensor  # (B, NH, T, DH), rotary already applied
     values: torch.Tensor  # (B, NH, T, DH)
+
+    @property
+    def length(self) -> int:
+        """Positions held: the position of the next token."""
+        return self.keys.shape[2]
+
+
+class StaticKVCache(NamedTuple):
+    keys: torch.Tensor  # (B, NH, capacity, DH), rotary already applied; positions >= length unwritten
+    values: torch.Tensor  # (B, NH, capacity, DH)
+    length: int  # positions written: the position of the next token
 
 
 class CausalSelfAttention(nn.Module):
@@ -58,9 +71,22 @@ class CausalSelfAttention(nn.Module):
         empty = self.k_proj.weight.new_zeros(batch, self.num_heads, 0, self.head_dim)  # (B, NH, 0, DH)
         return KVCache(empty, empty)
 
-    def step(self, x_t: torch.Tensor, cache: KVCache) -> tuple[torch.Tensor, KVCache]:
-        """x_t (B, D) -> (B, D); the cache grows by one position."""
-        q, k, v = self._project(x_t.unsqueeze(1), start=cache.keys.shape[2])  # (B, NH, 1, DH) each
-        cache = KVCache(torch.cat([cache.keys, k], dim=2), torch.cat([cache.values, v], dim=2))  # (B, NH, T+1, DH)
-        h = F.scaled_dot_product_attention(q, cache.keys, cache.values)  # (B, NH, 1, DH): one query sees all past
+    def init_static_state(self, batch: int, capacity: int) -> StaticKVCache:
+        buffer = self.k_proj.weight.new_zeros(batch, self.num_heads, capacity, self.head_dim)  # (B, NH, cap, DH)
+        return StaticKVCache(buffer, torch.zeros_like(buffer), 0)
+
+    def step(self, x_t: torch.Tensor, cache: KVCache | StaticKVCache) -> tuple[torch.Tensor, KVCache | StaticKVCache]:
+        """x_t (B, D) -> (B, D); the cache holds one more position (a static one past its capacity: IndexError)."""
+        q, k, v = self._project(x_t.unsqueeze(1), start=cache.length)  # (B, NH, 1, DH) each
+        if isinstance(cache, StaticKVCache):
+            if cache.length == cache.keys.shape[2]:
+                raise IndexError(f"the static key-value cache holds {cache.length} positions, all written")
+            cache.keys[:, :, cache.length] = k[:, :, 0]
+            cache.values[:, :, cache.length] = v[:, :, 0]
+            cache = StaticKVCache(cache.keys, cache.values, cache.length + 1)
+            keys, values = cache.keys[:, :, :cache.length], cache.values[:, :, :cache.length]  # (B, NH, T+1, DH) views
+        else:
+            cache = KVCache(torch.cat([cache.keys, k], dim=2), torch.cat([cache.values, v], dim=2))  # (B, NH, T+1, DH)
+            keys, values = cache.keys, cache.values
+        h = F.scaled_dot_product_attention(q, keys, values)  # (B, NH, 1, DH): one query sees all past
         return self._merge_heads(h)[:, 0], cache

@@ -97,9 +97,13 @@ class GPT3Stack(nn.Module):
     def init_state(self, batch: int) -> list:
         return [block.attention.init_state(batch) for block in self.blocks]
 
+    def init_static_state(self, batch: int, capacity: int) -> list:
+        """One static key-value cache of ``capacity`` positions per block (models.transformers.attention)."""
+        return [block.attention.init_static_state(batch, capacity) for block in self.blocks]
+
     def step(self, x_t: torch.Tensor, state: list) -> tuple[torch.Tensor, list]:
         """x_t (B, D) -> (B, D); the state holds one KV cache per block, whose length is the position of x_t."""
-        position = state[0].keys.shape[2]
+        position = state[0].length
         self._check_length(position + 1)
         x_t = x_t + self.position_embedding.weight[position]  # (B, D)
         new_state = []

@@ -81,6 +81,10 @@ class LlamaStack(nn.Module):
     def init_state(self, batch: int) -> list:
         return [block.attention.init_state(batch) for block in self.blocks]
 
+    def init_static_state(self, batch: int, capacity: int) -> list:
+        """One static key-value cache of ``capacity`` positions per block (models.transformers.attention)."""
+        return [block.attention.init_static_state(batch, capacity) for block in self.blocks]
+
     def step(self, x_t: torch.Tensor, state: list) -> tuple[torch.Tensor, list]:
         """x_t (B, D) -> (B, D); the state holds one KV cache per block."""
         new_state = []
