@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from experiments.config.cell_composer import CellComposer
 from experiments.config.configuration import CONFIGS, ConfigError, compose_run_config, config_yaml, load_yaml
-from experiments.config.evaluation_kinds import resolved_settings, settings_problems
+from experiments.config.evaluation_kinds import EVALUATION_KINDS, resolved_settings, settings_problems
 from experiments.config.report_layouts import report_layout
 from experiments.config.validation import validate_run_config
 from models.catalog import known_backbones
@@ -25,7 +25,8 @@ ARTIFACT_KEYS = ("artifact", "title", "evaluates", "grid", "cell_grids", "exclud
 # A scale's settings; ``reading``: what its results show and what they cannot, printed on its report page
 SCALE_KEYS = ("evaluates", "grid", "cell_grids", "exclude", "overrides", "cell_overrides", "reading", "report")
 EVALUATES_KEYS = ("artifact", "where", "checkpoint", "kind", "settings")
-CHECKPOINTS = ("best", "last")
+CHECKPOINTS = ("best", "last", "initial")  # initial: the model at its initial weights (kinds measuring time, memory)
+SETTINGS_KEY = "evaluate.settings."  # a grid key of an evaluating artifact that sets one of its kind's settings
 MODEL_NOT_REGISTERED = "not in the model registry yet (the baseline zoo issue adds it)"
 
 
@@ -71,10 +72,11 @@ class Artifact:
     # key of a rule is dropped (e.g. {"model": "llama", "task.context_length": [756, 1024]})
     exclude: list[dict[str, Any]] = field(default_factory=list)
     # evaluation only: ``artifact`` (whose runs are evaluated), ``where`` (which of its cells: key -> value or list;
-    # default every cell), ``checkpoint`` (best or last), ``kind`` and ``settings`` (an evaluation kind by name and
-    # its settings, experiments.config.evaluation_kinds); each of those runs is evaluated once per cell of this
-    # artifact's grid (one cell without a grid), whose values replace the training cell's (e.g. a longer context
-    # length), with no training
+    # default every cell), ``checkpoint`` (best, last, or initial: untrained, for kinds measuring time and memory),
+    # ``kind`` and ``settings`` (an evaluation kind by name and its settings, experiments.config.evaluation_kinds);
+    # each of those runs is evaluated once per cell of this artifact's grid (one cell without a grid), whose values
+    # replace the training cell's (e.g. a longer context length) or, for keys ``evaluate.settings.<name>``, the
+    # kind's settings, with no training
     evaluates: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -202,15 +204,18 @@ class Artifact:
             "kind": evaluates["kind"], "settings": resolved_settings(evaluates["kind"], evaluates.get("settings"))}
         names = {f"artifact={source.name}", f"scale={scale}"}
         cells = self.cells(scale)
-        compose = CellComposer(value_keys=list(dict.fromkeys([*source.cell_keys(scale), *self.cell_keys(scale)])))
+        compose = CellComposer(value_keys=[key for key in dict.fromkeys([*source.cell_keys(scale), *self.cell_keys(scale)])
+                                           if not key.startswith(SETTINGS_KEY)])
         planned = []
         for training in trained:
             for cell in cells:
                 kept = [override for override in training.overrides if override not in names
                         and override not in extra_overrides and override.split("=", 1)[0] not in cell]
                 section = {"artifact": source.name, "scale": scale, "run_id": training.run_id,
-                           "checkpoint": evaluates.get("checkpoint", "best"), "cell": training.label, **kind}
-                composed = [*kept, *(f"{key}={override_value(value)}" for key, value in cell.items()), *self.overrides,
+                           "checkpoint": evaluates.get("checkpoint", "best"), "cell": training.label,
+                           **cell_settings(kind, cell)}
+                composed = [*kept, *(f"{key}={override_value(value)}" for key, value in cell.items()
+                                     if not key.startswith(SETTINGS_KEY)), *self.overrides,
                             *self.overrides_of(scale), f"artifact={self.name}", f"scale={scale}", *extra_overrides]
                 overrides = [*composed, *(f"+evaluate.{key}={override_value(value, quote_strings=True)}"
                                           for key, value in section.items())]
@@ -328,7 +333,22 @@ def evaluates_problem(evaluates: Any, base: bool) -> str | None:
         return f"where={evaluates['where']!r} must map cell keys to a value or a list of values"
     if evaluates.get("checkpoint", "best") not in CHECKPOINTS:
         return f"checkpoint={evaluates['checkpoint']!r} is not valid; valid choices: {list(CHECKPOINTS)}"
+    if base and evaluates.get("checkpoint") == "initial" and not (
+            evaluates.get("kind") in EVALUATION_KINDS and EVALUATION_KINDS[evaluates["kind"]].initial_weights):
+        measuring = sorted(name for name, kind in EVALUATION_KINDS.items() if kind.initial_weights)
+        return (f"checkpoint='initial' (untrained weights) needs a kind that measures what weights do not change; "
+                f"kind={evaluates.get('kind')!r}; valid choices: {measuring}")
     return None
+
+
+def cell_settings(kind: dict, cell: dict[str, Any]) -> dict:
+    """The evaluation kind and its settings with the cell's ``evaluate.settings.<name>`` values in them (ConfigError
+    for such a key without a kind)."""
+    values = {key.removeprefix(SETTINGS_KEY): value for key, value in cell.items() if key.startswith(SETTINGS_KEY)}
+    if values and not kind:
+        raise ConfigError(f"grid keys {[SETTINGS_KEY + name for name in values]} set an evaluation kind's settings; "
+                          "evaluates names no kind")
+    return kind | ({"settings": kind["settings"] | values} if values else {})
 
 
 def subgrid_cells(where: str, subgrid: Any, cell: dict[str, Any]) -> list[dict[str, Any]]:

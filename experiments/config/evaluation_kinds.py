@@ -51,6 +51,10 @@ class PalomaSettings:
                             "tokens")
         return problems
 
+    def evaluated_tokens(self, task: dict) -> None:
+        """Unknown before the sources are read (the compute estimate says so)."""
+        return None
+
 
 PRECISIONS = ("32-true", "bf16-true", "bf16-mixed")  # full float32, full bfloat16, bfloat16 autocast on float32
 DOWNSTREAM_TASKS = ("lambada_openai", "hellaswag", "piqa", "arc_easy", "arc_challenge", "winogrande")
@@ -80,6 +84,10 @@ class LmevalSettings:
                 problems.append(f"{name}={values} names a value twice")
         return problems
 
+    def evaluated_tokens(self, task: dict) -> None:
+        """Unknown before the harness reads its tasks' documents (the compute estimate says so)."""
+        return None
+
 
 @dataclass
 class ContextExtrapolationSettings:
@@ -98,11 +106,60 @@ class ContextExtrapolationSettings:
     batch_size: int = field(default=1, metadata=AT_LEAST_ONE)
     precision: Literal["bf16-mixed", "32-true"] = "bf16-mixed"
 
+    def evaluated_tokens(self, task: dict) -> int:
+        return self.sequences * task["context_length"]
+
+
+GENERATION_PRECISIONS = ("32-true", "bf16-true")  # the weights and the state in float32 or in bfloat16
+
+
+@dataclass
+class GenerationTimeSettings:
+    """Figure inference_time_generation (left): the time to generate ``length`` tokens greedily after a prefill of
+    ``prefill`` tokens ("all of the models are tested at batch size 1 and pre-fill 16"), ``batch_size`` sequences at
+    once, one token per step through the model's recurrent step; a Transformer with a static key-value cache of the
+    positions it needs ("including a static key-value cache for the Llama model"). The weights are the ``precision``'s
+    (bf16-true: the model in bfloat16). An artifact's grid sets ``length`` (``evaluate.settings.length``), one run
+    per length. Before the timed generation, ``warmup`` tokens are generated once (allocator, caches, kernels)."""
+
+    length: int = field(default=2048, metadata=AT_LEAST_ONE)
+    prefill: int = field(default=16, metadata=AT_LEAST_ONE)
+    batch_size: int = field(default=1, metadata=AT_LEAST_ONE)
+    warmup: int = field(default=16, metadata=AT_LEAST_ONE)
+    precision: Literal[GENERATION_PRECISIONS] = "32-true"
+
+    def evaluated_tokens(self, task: dict) -> int:
+        return self.batch_size * (self.prefill + self.warmup + self.length)
+
+
+@dataclass
+class DecodingThroughputSettings:
+    """Figure inference_time_decoding_throughput (right): generated tokens per second at a ``batch_size`` (an
+    artifact's grid sets it), each sequence ``length`` tokens after a prefill of ``prefill``, as
+    GenerationTimeSettings generates them. ``memory_limit_mib``: the memory the model may use, its weights, state
+    and activations (null: the GPU's memory; required on a CPU): a batch whose measured peak (the prefill and the
+    first decoding steps, when a static cache and a recurrent state already hold all they ever will) exceeds it is
+    recorded as out of memory, its throughput not measured; on a GPU an allocation that fails is recorded so too."""
+
+    batch_size: int = field(default=1, metadata=AT_LEAST_ONE)
+    length: int = field(default=2048, metadata=AT_LEAST_ONE)
+    prefill: int = field(default=16, metadata=AT_LEAST_ONE)
+    warmup: int = field(default=4, metadata=AT_LEAST_ONE)
+    memory_limit_mib: float | None = field(default=None, metadata=AT_LEAST_ONE)
+    precision: Literal[GENERATION_PRECISIONS] = "32-true"
+
+    def evaluated_tokens(self, task: dict) -> int:
+        """The most a run generates (one over its memory limit generates none)."""
+        return self.batch_size * (self.prefill + self.warmup + self.length)
+
 
 @dataclass(frozen=True)
 class EvaluationKind:
     settings: type  # a dataclass whose every field has a default
     run_function: str  # dotted path of run(config, run_dir) -> metrics
+    # it measures what the weights do not change (time, memory): evaluates.checkpoint may be ``initial``, the model
+    # at its initial weights, whose training run need not have run
+    initial_weights: bool = False
 
 
 EVALUATION_KINDS = {
@@ -110,6 +167,11 @@ EVALUATION_KINDS = {
     "lmeval": EvaluationKind(LmevalSettings, "experiments.evaluation.lmeval_run.run_lmeval"),
     "context_extrapolation": EvaluationKind(ContextExtrapolationSettings,
                                             "experiments.evaluation.extrapolation_run.run_context_extrapolation"),
+    "generation_time": EvaluationKind(GenerationTimeSettings, "experiments.evaluation.generation_speed.run_generation_time",
+                                      initial_weights=True),
+    "decoding_throughput": EvaluationKind(DecodingThroughputSettings,
+                                          "experiments.evaluation.generation_speed.run_decoding_throughput",
+                                          initial_weights=True),
 }
 
 
@@ -127,6 +189,11 @@ def resolved_settings(kind: str, settings: dict | None) -> dict:
     if problems:
         raise ValueError("\n".join(problems))
     return dataclasses.asdict(EVALUATION_KINDS[kind].settings(**(settings or {})))
+
+
+def evaluated_tokens(evaluate: dict, task: dict) -> int | None:
+    """The tokens an evaluation run of a kind runs through the model (None: not known before its data is read)."""
+    return EVALUATION_KINDS[evaluate["kind"]].settings(**(evaluate.get("settings") or {})).evaluated_tokens(task)
 
 
 def kind_run_function(evaluate: dict | None) -> str | None:

@@ -175,15 +175,15 @@ class RunConfig:
 @dataclass
 class EvaluateConfig:
     """An evaluation-only run: the finished training run (its artifact, scale and run id in the same run store;
-    ``cell``: its grid cell, for messages) whose ``checkpoint`` (best: by the run's validation metric; last) is
-    evaluated with no training: by the evaluation ``kind`` with its ``settings`` (experiments.config.
+    ``cell``: its grid cell, for messages) whose ``checkpoint`` (best: by the run's validation metric; last; initial: its model's initial weights, for kinds
+    that measure time and memory) is evaluated with no training: by the evaluation ``kind`` with its ``settings`` (experiments.config.
     evaluation_kinds, which checks them), or without a kind on this run's task config
     (experiments.training.train.run_evaluation). Sections without a kind leave both keys out (their run ids stay)."""
 
     artifact: str
     scale: Literal[SCALES]
     run_id: str
-    checkpoint: Literal["best", "last"]
+    checkpoint: Literal["best", "last", "initial"]
     cell: str = ""
     kind: str | None = None
     settings: dict | None = None

@@ -11,15 +11,18 @@ from experiments.training.train import build_module
 from tasks.registry import task_spec
 
 
-def trained_language_model(config: DictConfig, checkpoint: Path) -> tuple[torch.nn.Module, torch.device]:
-    """The run's language model (tokens (B, S) -> logits (B, S, V)) with the checkpoint's weights, in eval mode on
-    the accelerator the run's trainer names (a GPU when it names one and one is there, else the CPU)."""
+def trained_language_model(config: DictConfig, checkpoint: Path | None) -> tuple[torch.nn.Module, torch.device]:
+    """The run's language model (tokens (B, S) -> logits (B, S, V)) with the checkpoint's weights (None: its initial
+    weights, drawn from the run's seed), in eval mode on the accelerator the run's trainer names (a GPU when it names
+    one and one is there, else the CPU)."""
     spec = task_spec(OmegaConf.to_container(config.task, resolve=True))
     if spec.output_kind != "vocab":
         raise ValueError(f"this evaluation scores language models; task {spec.name!r} has output kind "
                          f"{spec.output_kind!r}, not 'vocab'")
+    torch.manual_seed(config.seed)
     module = build_module(config, spec)  # on the CPU
-    module.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=False)["state_dict"])
+    if checkpoint is not None:
+        module.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=False)["state_dict"])
     wants_gpu = config.trainer.accelerator != "cpu"
     device = torch.device("cuda" if wants_gpu and torch.cuda.is_available() else "cpu")
     return module.model.eval().to(device), device

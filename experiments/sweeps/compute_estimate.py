@@ -3,13 +3,14 @@ model's architecture: models.flops) and the GPU-hours those take on a stated GPU
 
 An estimate, not a measurement: tokens are max_steps x batch_size x the training sequence length (an upper bound for
 tasks of variable length); FLOPs are 3 x the forward FLOPs per token x tokens (models.flops); an evaluation-only run
-costs the forward FLOPs of the sets it evaluates; the validation and test passes of training runs are not counted.
+costs the forward FLOPs of the sets it evaluates (those its evaluation kind says it runs through the model); the validation and test passes of training runs are not counted.
 """
 
 from dataclasses import dataclass
 
 from omegaconf import DictConfig, OmegaConf
 
+from experiments.config.evaluation_kinds import evaluated_tokens
 from experiments.config.validation import backbone_options
 from tasks.registry import task_spec
 from tasks.spec import SEQUENCES_PER_SAMPLE
@@ -48,6 +49,7 @@ class RunCompute:
     tokens: int | None
     flops: float | None
     evaluated_tokens: int = 0
+    unestimated: str | None = None  # an evaluation kind whose tokens are not known before its data is read
 
 
 def run_compute(config: DictConfig) -> RunCompute:
@@ -64,8 +66,15 @@ def run_compute(config: DictConfig) -> RunCompute:
         sequence_length=length, output_size=spec.num_classes,
         input_features=None if spec.input_kind == "tokens" else spec.input_size,
     )
-    if OmegaConf.select(config, "evaluate") is not None:
-        evaluated = evaluation_sequences(config) * length
+    evaluate = OmegaConf.select(config, "evaluate")
+    if evaluate is not None:
+        evaluate = OmegaConf.to_container(evaluate)
+        if evaluate.get("kind") is None:
+            evaluated = evaluation_sequences(config) * length
+        else:
+            evaluated = evaluated_tokens(evaluate, OmegaConf.to_container(config.task, resolve=True))
+        if evaluated is None:
+            return RunCompute(0, 0.0, unestimated=evaluate["kind"])
         return RunCompute(0, per_token.forward * evaluated, evaluated)
     sequences = config.trainer.max_steps * config.trainer.batch_size * SEQUENCES_PER_SAMPLE.get(spec.output_kind, 1)
     tokens = sequences * length
@@ -82,7 +91,8 @@ def training_length(config: DictConfig) -> int | None:
 
 
 def evaluation_sequences(config: DictConfig) -> int:
-    """The sequences an evaluation-only run evaluates: its task's validation and test sets (0 if it names none)."""
+    """The sequences an evaluation-only run without a kind evaluates: its task's validation and test sets (0 if it
+    names none)."""
     for keys in EVALUATION_SET_KEYS:
         sizes = [OmegaConf.select(config, f"task.{key}") for key in keys]
         if all(size is not None for size in sizes):
@@ -116,5 +126,9 @@ def estimate_text(computes: list[RunCompute], accelerator: Accelerator) -> str:
     if evaluating:
         lines.insert(2, f"  of which evaluation-only runs ({len(evaluating)}): forward FLOPs per token x "
                         f"{sum(compute.evaluated_tokens for compute in evaluating):.3g} evaluated tokens (their "
-                        "validation and test sets)")
+                        "validation and test sets, or what their evaluation kind runs through the model)")
+    unestimated = [compute.unestimated for compute in known if compute.unestimated]
+    if unestimated:
+        lines.append(f"  not counted: {len(unestimated)} evaluation-only runs of kinds {sorted(set(unestimated))}, "
+                     "whose tokens are known only once their data is read")
     return "\n".join(lines)

@@ -19,6 +19,7 @@ from experiments.sweeps.claims import DEFAULT_STALE_AFTER_SECONDS
 from experiments.sweeps.compute_estimate import Accelerator, RunCompute, estimate_text, run_compute
 from experiments.sweeps.run_outcome import RunOutcome
 from experiments.sweeps.run_store import RUN_STORE, run_directory, run_status, runs_frame, store_frame
+from experiments.sweeps.training_runs import INITIAL
 
 COLUMNS = ["runs", "done", "failed", "running", "damaged", "missing", "n/a", "other"]
 COLUMN_NOTES = (
@@ -111,19 +112,33 @@ def print_training_runs(console: Console, runs: list[PlannedRun], statuses: list
     trained = [run.trained_by for run in runs]
     training_statuses = {training.run_id: planned_status(training, root, stale_after_seconds) for training in trained}
     not_done = sum(status != "done" for status in training_statuses.values())
+    if all(run.config is not None and run.config.evaluate.checkpoint == INITIAL for run in runs):
+        console.print(f"Evaluation-only runs at the initial weights of these training runs' models (checkpoint "
+                      f"initial: the {len(training_statuses)} training runs need not be done):", highlight=False,
+                      soft_wrap=True)
+        trained_statuses = dict.fromkeys(training_statuses, "not needed")
+        for run, status, training in zip(runs, statuses, trained):
+            print_evaluation_run(console, run, status, training, trained_statuses)
+        return
     console.print(f"Evaluation-only runs: each loads a training run's checkpoint ({len(training_statuses)} training "
                   f"runs, {not_done} of them not done):", highlight=False, soft_wrap=True)
     for run, status, training in zip(runs, statuses, trained):
-        replaced = " ".join(f"{key}={run.cell[key]}" for key in run.cell if run.cell[key] != training.cell.get(key))
-        console.print(f"  {run.run_id or '-'} [{status}] {replaced} <- {training.artifact} ({training.scale}) "
-                      f"{training.run_id or '-'} [{training_statuses[training.run_id]}] {training.label}",
-                      highlight=False, soft_wrap=True, markup=False)
+        print_evaluation_run(console, run, status, training, training_statuses)
     missing = sorted({(training.artifact, training.scale) for training in trained
                       if training_statuses[training.run_id] != "done"})
     if missing:
         commands = " and ".join(f"`xlstm-suite sweep {name} --scale {scale}`" for name, scale in missing)
         console.print(f"The evaluation runs of training runs not done wait (a sweep runs them once those are done): "
                       f"make those with {commands}", highlight=False, soft_wrap=True, markup=False)
+
+
+def print_evaluation_run(console: Console, run: PlannedRun, status: str, training: PlannedRun,
+                         training_statuses: dict[str, str]) -> None:
+    """One evaluation run: its id, status and the cell values it replaces, then the training run it takes."""
+    replaced = " ".join(f"{key}={run.cell[key]}" for key in run.cell if run.cell[key] != training.cell.get(key))
+    console.print(f"  {run.run_id or '-'} [{status}] {replaced} <- {training.artifact} ({training.scale}) "
+                  f"{training.run_id or '-'} [{training_statuses[training.run_id]}] {training.label}",
+                  highlight=False, soft_wrap=True, markup=False)
 
 
 TO_RUN = ("pending", "failed", "damaged")  # what a sweep would run

@@ -12,6 +12,7 @@ from experiments.sweeps.run_store import finished_result
 
 CHECKPOINTS = "checkpoints"  # experiments.training.checkpoints writes a run's checkpoints here
 LAST = "last.ckpt"
+INITIAL = "initial"  # an evaluation at the initial weights: no checkpoint loaded
 
 
 def training_directory(evaluate: Mapping, root: Path) -> Path:
@@ -37,7 +38,10 @@ def evaluated_checkpoints(training_dir: Path, checkpoint: str) -> list[Path]:
 
 
 def training_run_problem(evaluate: Mapping, root: Path) -> str | None:
-    """Why the training run is not ready to be evaluated (naming it and the command that makes it); None if ready."""
+    """Why the training run is not ready to be evaluated (naming it and the command that makes it); None if ready,
+    or if the evaluation takes its model's initial weights (checkpoint ``initial``: it needs the run's config only)."""
+    if evaluate["checkpoint"] == INITIAL:
+        return None
     training_dir = training_directory(evaluate, root)
     if finished_result(training_dir) is None:
         return (f"{named(evaluate)} is not finished: {training_dir} holds no result.json; run `"
