@@ -8,6 +8,8 @@ are configuration, not code.
     lines    the metric against a swept size, one line per model, one panel per setting (the associative-recall figures)
     points   the mean over runs with its confidence interval, one point per model (Nearest Neighbour Search)
     scaling  the metric against the parameter count, log-log, a fitted power law per model (Figures 6 and 7)
+    speed    metrics against a length or a batch size, log-log, each line's growth exponent, out-of-memory points
+             marked (Figures inference_time_generation and inference_time_decoding_throughput)
     table    no figure: the page's table is the report (LRA, language modelling)
 """
 
@@ -34,6 +36,10 @@ class Report:
 
     def cell_metrics(self) -> list[str]:
         """Metrics besides ``metric`` that the layout reads per cell (the mean over the cell's chosen runs)."""
+        return []
+
+    def page_metrics(self) -> list[str]:
+        """Cell metrics the page's cell table shows beside ``ours``."""
         return []
 
     def problems(self) -> list[str]:
@@ -143,8 +149,39 @@ class ScalingReport(Report):
         return problems
 
 
+@dataclass(frozen=True, kw_only=True)
+class SpeedReport(Report):
+    """``metric`` and each of ``more_metrics`` in a panel of its own against ``x`` (a numeric cell key: the generated
+    length, the batch size), one line per value of ``lines``, both axes logarithmic, each line labelled with its
+    growth exponent k (metric ~ x^k, fitted by least squares in log-log space over the upper half of its x values:
+    1 linear, 2 quadratic). ``out_of_memory``: a metric that is 1 for a run that ran out of memory; such a cell is
+    drawn as an OOM mark at its x in the panel of ``metric`` (the more_metrics panels show its values). ``limits``:
+    a panel's metric -> the metric holding its limit, drawn as a dashed line (the memory limit)."""
+
+    x: str
+    lines: str = "model"
+    more_metrics: list[str] = field(default_factory=list)
+    out_of_memory: str | None = None
+    limits: dict = field(default_factory=dict)
+
+    def placed_by(self) -> dict[str, str | None]:
+        return {"x": self.x, "lines": self.lines}
+
+    def cell_metrics(self) -> list[str]:
+        return [*self.more_metrics, *([self.out_of_memory] if self.out_of_memory else []), *self.limits.values()]
+
+    def page_metrics(self) -> list[str]:
+        return self.cell_metrics()
+
+    def problems(self) -> list[str]:
+        problems = super().problems()
+        return problems + [f"limits={self.limits!r}: key {metric!r} must be one of more_metrics {self.more_metrics} "
+                           f"and its value a metric name" for metric, limit in self.limits.items()
+                           if metric not in self.more_metrics or not isinstance(limit, str)]
+
+
 REPORT_KINDS = {"heatmap": HeatmapReport, "lines": LinesReport, "points": PointsReport, "scaling": ScalingReport,
-                "table": TableReport}
+                "speed": SpeedReport, "table": TableReport}
 
 
 def report_layout(report: dict) -> Report:

@@ -42,6 +42,8 @@ def cells_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
         "" if pd.isna(ours) else (f"{ours:.3f} ± {std:.3f}" if runs > 1 else f"{ours:.3f}")
         for ours, std, runs in zip(table["ours"], table["std"], table["runs"])
     ]
+    for metric in artifact.layout.page_metrics():
+        shown[metric] = ["" if pd.isna(value) else f"{value:.4g}" for value in table[metric]]
     unprinted = artifact.paper.get("unprinted")
     shown["paper"] = [UNPRINTED_MARK if unprinted else ("" if pd.isna(value) else f"{value:.3f}")
                       for value in table["paper"]]
