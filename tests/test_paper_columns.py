@@ -7,7 +7,10 @@ import pytest
 
 from experiments.cli import main as cli_main
 from experiments.config.artifacts import load_artifact
+from experiments.config.artifacts import SCALES
 from experiments.reports.committed_runs import committed_path
+from experiments.reports.paper_columns import number_columns, paper_columns_of, paper_columns_problems
+from experiments.reports.paper_numbers import paper_numbers_of
 from experiments.reports.paper_tables import paper_table
 from experiments.reports.report import write_report
 
@@ -104,3 +107,12 @@ def test_a_metric_no_finished_run_records_is_named(artifact_folder):
                                          r"\['paloma/c4'\]; they record \['paloma/average'\]"):
         write_report(FIXTURE, "smoke", artifact_folder / "runs", reports)
 
+
+@pytest.mark.parametrize("name", ["ppleval", "ppleval_app", "lmeval"])
+def test_the_evaluation_tables_show_every_column_of_the_papers_at_paper_scale(name):
+    artifact = load_artifact(name)
+    numbers = paper_numbers_of(artifact.paper)
+    assert list(paper_columns_of(artifact.at_scale("paper").layout)) == [
+        column for column in number_columns(numbers.table) if column != "params_m"]  # the count is another report's
+    for scale in SCALES:
+        assert paper_columns_problems(artifact.at_scale(scale).layout, numbers) == []
