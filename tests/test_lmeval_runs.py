@@ -244,6 +244,11 @@ def test_smoke_scale_trains_evaluates_and_reports(tmp_path):
     assert outcome.status == "written"
     table = pd.read_csv(reports / "smoke" / "lmeval.csv")
     assert len(table) == 4 and table["ours"].notna().all()
+    assert (table["piqa_acc ours"] == table["ours"]).all()  # the stand-ins in the paper's columns of their form
+    columns = ["ppl_slimpajama_300b", "lambada_ppl", "lambada_acc", "piqa_acc", "hellaswag_acc"]
+    assert all(table[f"{column} ours"].notna().all() for column in columns)
+    section = (reports / "smoke" / "lmeval.md").read_text().split("## The paper's columns and ours")[1]
+    assert all(f" {column} ours " in section and f" {column} paper " in section for column in columns)
 
     # the registered model by name, from the training run's directory, scores as the evaluation run did
     from lm_eval.tasks import TaskManager

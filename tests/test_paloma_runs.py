@@ -127,6 +127,13 @@ def test_smoke_scale_trains_evaluates_and_reports_and_a_documents_perplexity_is_
     assert outcome.status == "written"
     table = pd.read_csv(reports / "smoke" / "ppleval.csv")
     assert len(table) == 4 and table["ours"].notna().all() and table["paper"].isna().all()  # stand-in sizes
+    columns = ["c4", "mc4_en", "wikitext_103", "penn_treebank", "red_pajama", "refined_web", "dolma", "m2d2_s2orc",
+               "m2d2_wikipedia", "c4_domains", "dolma_subreddits", "dolma_coding", "average"]  # all of Table ppleval's
+    for column in columns:
+        assert table[f"{column} ours"].notna().all() and table[f"{column} paper"].isna().all()
+    assert (table["average ours"] == table["ours"]).all()
+    section = (reports / "smoke" / "ppleval.md").read_text().split("## The paper's columns and ours")[1]
+    assert all(f" {column} ours " in section and f" {column} paper " in section for column in columns)
 
     run = runs[0]
     scores = pd.read_csv(root / "smoke" / "ppleval" / run.run_id / "paloma.csv", keep_default_na=False)

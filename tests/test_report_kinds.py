@@ -39,6 +39,8 @@ BAD_REPORTS = [
      "report.confidence=1.5 must be < 1, e.g. 0.99"),
     ({"kind": "points", "cells": ["model"], "metric": "val/mse", "confidence": 0}, "report.confidence=0 must be > 0"),
     ({"kind": "heatmap", "cells": ["model", "task"]}, "report.metric is missing"),
+    ({"kind": "table", "cells": ["model"], "metric": "m", "paper_columns": {"c4": 4}},
+     "report.paper_columns={'c4': 4} must map each paper column (of paper.numbers.table) to the metric of ours"),
 ]
 
 

@@ -108,17 +108,30 @@ class TableReport(Report):
     cells, the paper's number beside ours in each column; experiments.reports.wide_table); with it,
     ``random_baseline``: a first row of each task column's guessing accuracy (its task spec's random_accuracy), and a
     value that does not beat it shown as X; ``ranking``: a Ranking column, the mean over the columns of each row's
-    rank in that column."""
+    rank in that column.
+
+    ``paper_columns``: more of the paper table's columns beside ours, each a column of ``paper.numbers.table`` mapped
+    to the metric of ours it is compared with, e.g. ``{c4: paloma/c4, average: paloma/average}``; the page and the
+    cell table get, per cell, each one's value over the chosen runs (their mean, as ``metric``'s) beside the paper's
+    (experiments.reports.paper_columns). ``metric`` still selects the runs and draws the figure."""
 
     columns: str | None = None
     random_baseline: bool = False
     ranking: bool = False
+    paper_columns: dict | None = None
 
     def placed_by(self) -> dict[str, str | None]:
         return {"columns": self.columns}
 
+    def cell_metrics(self) -> list[str]:
+        return list(dict.fromkeys((self.paper_columns or {}).values()))
+
     def problems(self) -> list[str]:
         problems = super().problems()
+        if self.paper_columns is not None and not (self.paper_columns and all(
+                isinstance(column, str) and isinstance(metric, str) for column, metric in self.paper_columns.items())):
+            problems.append(f"paper_columns={self.paper_columns!r} must map each paper column (of paper.numbers.table) "
+                            "to the metric of ours it is compared with, e.g. {c4: paloma/c4}")
         for name in ("random_baseline", "ranking"):
             if getattr(self, name) and self.columns is None:
                 problems.append(f"{name}=true needs columns (the cell key whose values are the wide table's columns)")

@@ -153,7 +153,11 @@ def printed_rows(numbers: PaperNumbers, rows: pd.DataFrame, column: str) -> pd.S
 def with_paper_numbers(table: pd.DataFrame, paper: dict, cells: list[str]) -> pd.Series:
     """The paper's number of each row of ``table`` (a cell table with the ``cells`` columns); NaN where it prints
     none."""
-    numbers = paper_numbers_of(paper)
+    return cell_numbers(table, paper_numbers_of(paper), cells)
+
+
+def cell_numbers(table: pd.DataFrame, numbers: PaperNumbers, cells: list[str]) -> pd.Series:
+    """``numbers``' value of each row of ``table`` (a cell table with the ``cells`` columns); NaN where it has none."""
     values = pd.Series(float("nan"), index=table.index)
     if numbers.table is not None:
         for key_value, column in numbers.columns().items():

@@ -15,11 +15,13 @@ from rich.console import Console
 
 from experiments.config.artifacts import Artifact, PlannedRun, known_artifacts, load_artifact
 from experiments.paths import REPORTS, RESULTS
-from experiments.reports.committed_runs import (committed_path, per_run_rows, read_committed, with_committed,
-                                               write_committed)
+from experiments.reports.committed_runs import (committed_path, metric_columns, per_run_rows, read_committed,
+                                               with_committed, write_committed)
 from experiments.reports.figures import save
 from experiments.reports.findings import findings_of
 from experiments.reports.kinds import report_figure
+from experiments.reports.paper_columns import (paired_names, paper_columns_problems, unrecorded_metrics,
+                                              with_paper_columns)
 from experiments.reports.paper_numbers import paper_numbers_of, with_paper_numbers
 from experiments.reports.parameter_counts import with_parameter_counts
 from experiments.reports.report_text import figure_title, markdown
@@ -48,13 +50,18 @@ def run_table(runs: Sequence[PlannedRun], root: Path) -> pd.DataFrame:
 
 def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
     """One row per reported cell, missing and unavailable cells included: model, cell keys, metric, ours, std,
-    paper, runs, note (missing, unavailable or diverged runs), the layout's cell metrics (e.g. the parameter count)
-    and the chosen runs' values (empty without finished runs). Cells that ``selection.merge`` merges are one row
+    paper, runs, note (missing, unavailable or diverged runs), the layout's cell metrics (e.g. the parameter count),
+    ours and the paper's of each of a table report's ``paper_columns`` (``<column> ours``, ``<column> paper``;
+    experiments.reports.paper_columns) and the chosen runs' values (empty without finished runs). Cells that ``selection.merge`` merges are one row
     (experiments.reports.selection.merged_runs)."""
-    report, selection = artifact.report, artifact.selection
-    cells, metric, cell_metrics = list(report["cells"]), report["metric"], artifact.layout.cell_metrics()
+    report, selection, layout = artifact.report, artifact.selection, artifact.layout
+    cells, metric, cell_metrics = list(report["cells"]), report["metric"], layout.cell_metrics()
     runs, choose_merged = merged_runs(runs, selection.get("merge") or {}, cells)
     done = runs[runs["status"] == "done"]
+    unrecorded = unrecorded_metrics(layout, done)
+    if len(done) and unrecorded:
+        raise ValueError(f"report.paper_columns: no finished run of {artifact.name} records {unrecorded}; they "
+                         f"record {metric_columns(done, cells)}")
     selected = select_cells(
         done, cells=cells, choose=[*selection.get("choose", []), *choose_merged],
         average=list(selection.get("average", [])),
@@ -80,9 +87,11 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
     ]
     table["metric"] = metric
     table["paper"] = with_paper_numbers(table, artifact.paper, cells)
+    table = with_paper_columns(table, layout, paper_numbers_of(artifact.paper), cells)
     merged_choices = [f"chosen {column}" for column in choose_merged if f"chosen {column}" in table]
     return table[[*cells, "metric", "ours", "std", "min", "max", "paper", "runs", "solved", "note", *merged_choices,
-                  *cell_metrics, "values"]]
+                  *(cell_metric for cell_metric in cell_metrics if cell_metric in table), *paired_names(layout),
+                  "values"]]
 
 
 def report_stem(name: str, extra_overrides: Sequence[str]) -> str:
@@ -148,9 +157,11 @@ def report_command(arguments) -> int:
     """Exit code 0 if a report was written (for ``all``: at least one), else 1."""
     console = Console()
     names = known_artifacts() if arguments.artifact == "all" else [arguments.artifact]
-    for name in names:  # unknown names and bad paper numbers fail before anything is written
+    for name in names:  # unknown names, bad paper numbers and paper columns fail before anything is written
         artifact = load_artifact(name)
-        problems = paper_numbers_of(artifact.paper).problems(list(artifact.report["cells"]))
+        numbers = paper_numbers_of(artifact.paper)
+        problems = [*numbers.problems(list(artifact.report["cells"])),
+                    *paper_columns_problems(artifact.at_scale(arguments.scale).layout, numbers)]
         if problems:
             raise ValueError(f"configs/paper/{name}.yaml: " + "; ".join(problems))
     root = Path(arguments.root) if arguments.root else RESULTS / "runs"

@@ -9,6 +9,7 @@ from experiments.config.report_layouts import ScalingReport, TableReport
 from experiments.config.titles import config_values, summary, title_of
 from experiments.display import SCALE_NOTES, model_name, task_name, value_name
 from experiments.reports.findings import Finding, check, reference_mean
+from experiments.reports.paper_columns import paired_names, paper_columns_of
 from experiments.reports.power_laws import power_laws_markdown, scaling_lines
 from experiments.reports.rankings import cell_names, ordering, ordering_markdown
 from experiments.reports.wide_table import merged_choices_markdown, printed_ranking, rules_markdown, wide_markdown
@@ -29,8 +30,8 @@ def figure_title(artifact: Artifact, runs: Sequence[PlannedRun], scale: str) -> 
     return "\n".join(line for line in lines if line)
 
 
-def cells_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
-    """The cell table with the paper's names; the paper column says when the paper prints no number."""
+def cell_keys_shown(artifact: Artifact, table: pd.DataFrame) -> pd.DataFrame:
+    """The cell keys of the cell table as a page shows them: models and tasks by the paper's names."""
     shown = pd.DataFrame({key: table[key] if table[key].notna().all() else  # a key some cells lack: blank there
                           table[key].map(lambda value: "" if pd.isna(value) else str(value))
                           for key in artifact.report["cells"]})
@@ -38,6 +39,12 @@ def cells_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
         shown["model"] = shown["model"].map(model_name)
     if "task" in shown:
         shown["task"] = shown["task"].map(task_name)
+    return shown
+
+
+def cells_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
+    """The cell table with the paper's names; the paper column says when the paper prints no number."""
+    shown = cell_keys_shown(artifact, table)
     shown["ours"] = [
         "" if pd.isna(ours) else (f"{ours:.3f} ± {std:.3f}" if runs > 1 else f"{ours:.3f}")
         for ours, std, runs in zip(table["ours"], table["std"], table["runs"])
@@ -62,6 +69,17 @@ def cells_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
     if unprinted:
         lines += ["", f"¹ {unprinted}"]
     return "\n".join(lines)
+
+
+def paper_columns_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
+    """Each cell's value of each paper column (``report.paper_columns``), ours beside the paper's."""
+    columns = paper_columns_of(artifact.layout)
+    shown = cell_keys_shown(artifact, table)
+    for name in paired_names(artifact.layout):
+        shown[name] = ["" if pd.isna(value) else f"{value:.3f}" for value in table[name]]
+    said = ", ".join(f"{column} is {metric}" for column, metric in columns.items())
+    return "\n".join([f"Per cell, ours is the mean over the chosen runs (those of `ours` below) of the metric each of "
+                      f"the paper's columns is compared with: {said}.", "", shown.to_markdown(index=False)])
 
 
 def finding_markdown(finding: Finding, table: pd.DataFrame, metric: str) -> str:
@@ -139,5 +157,7 @@ def markdown(artifact: Artifact, runs: Sequence[PlannedRun], table: pd.DataFrame
     reading = artifact.scales.get(scale, {}).get("reading")
     if reading:
         lines += ["## What this scale shows", "", reading.strip(), ""]
+    if paper_columns_of(layout):
+        lines += ["## The paper's columns and ours", "", paper_columns_markdown(artifact, table), ""]
     lines += ["## Cells", "", cells_markdown(artifact, table)]
     return "\n".join(lines) + "\n"
