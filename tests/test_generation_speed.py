@@ -35,7 +35,7 @@ def test_paper_scale_measures_the_five_trained_1_3b_models_at_each_grid_value(ar
     assert sorted({run.config.evaluate.settings[key] for run in runs}) == values
     for run in runs:
         assert run.config.evaluate.settings[key] == run.cell[f"evaluate.settings.{key}"]
-        assert run.config.evaluate.checkpoint == "last" and run.trained_by.artifact == "temp_sclaw300B"
+        assert run.config.evaluate.checkpoint == "initial" and run.trained_by.artifact == "temp_sclaw300B"
         assert run.config.evaluate.settings.prefill == 16 and run.config.evaluate.settings.precision == "bf16-true"
     assert len({run.run_id for run in runs}) == len(runs) == 5 * len(values)
 
