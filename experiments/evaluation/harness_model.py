@@ -3,8 +3,8 @@
 with our tokenizer (tasks.lm.tokenizer), batch size 1.
 
 No request is truncated. A sequence of at most the training context is scored in one forward pass; a longer one
-goes token by token through the model's ``init_state``/``step`` with the state carried over the whole sequence
-(every backbone has them: a recurrent model's constant-size state, an attention model's KV cache, so attention
+in chunks of the training context with the model's state carried over the whole sequence (models.chunked_forward:
+xLSTM and Mamba run a chunk in one pass, the others step through it; every backbone has ``init_state``/``step``: a recurrent model's constant-size state, an attention model's KV cache, so attention
 scores the full length where its positions reach, and GPT-3's learned positions raise an error naming the length
 where they do not). Generation always steps.
 
@@ -26,6 +26,7 @@ from omegaconf import OmegaConf
 from torch import nn
 
 from experiments.evaluation.trained_models import language_model_tokenizer, precision_context, trained_language_model
+from models.chunked_forward import chunked_logits
 from tasks.lm.tokenizer import encoding, tokenizer
 
 MAX_GENERATED_TOKENS = 256  # the harness's own default for generate_until
@@ -35,16 +36,13 @@ def token_log_probs(model: nn.Module, inputs: torch.Tensor, targets: torch.Tenso
                     context_length: int) -> tuple[torch.Tensor, torch.Tensor]:
     """inputs, targets (S,) -> (log-probability of each target (S,) float32, whether it is the argmax (S,) bool).
 
-    Within ``context_length`` one forward pass; beyond it the model's step with its state carried throughout."""
+    Within ``context_length`` one forward pass; beyond it chunks of ``context_length`` tokens with the state carried
+    from chunk to chunk (models.chunked_forward: a parallel pass per chunk where the model has one, else its step)."""
     with torch.no_grad():
         if inputs.shape[0] <= context_length:
             logits = model(inputs[None])[0]  # (S, V)
         else:
-            state, rows = model.init_state(1), []
-            for token_t in inputs.unbind(0):
-                logits_t, state = model.step(token_t[None], state)  # (1, V)
-                rows.append(logits_t[0])
-            logits = torch.stack(rows)  # (S, V)
+            logits = torch.cat(list(chunked_logits(model, inputs[None], context_length)), dim=1)[0]  # (S, V)
     log_probs = torch.log_softmax(logits.float(), dim=-1)  # (S, V)
     return log_probs.gather(-1, targets[:, None])[:, 0], logits.argmax(-1) == targets
 
