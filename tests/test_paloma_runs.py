@@ -58,8 +58,8 @@ def test_the_two_tables_score_their_own_sources_so_their_runs_differ():
 
 
 @pytest.mark.parametrize("kind, settings, message", [
-    ("palomo", "{}", "evaluates.kind='palomo' is not valid; valid choices: ['context_extrapolation', 'lmeval', "
-                     "'paloma']"),
+    ("palomo", "{}", "evaluates.kind='palomo' is not valid; valid choices: ['context_extrapolation', "
+                     "'decoding_throughput', 'generation_time', 'lmeval', 'paloma']"),
     ("paloma", "{window: 0}", "evaluates.settings.window=0 must be >= 1"),
     ("paloma", "{sources: [c4]}", "sources: 'c4' is not a PALOMA source; valid choices: ['c4_en', 'mc4'"),
     ("paloma", "{split: train}", "evaluates.settings.split='train' is not valid; valid choices: ['val', 'test']"),
