@@ -113,12 +113,17 @@ class TableReport(Report):
     ``paper_columns``: more of the paper table's columns beside ours, each a column of ``paper.numbers.table`` mapped
     to the metric of ours it is compared with, e.g. ``{c4: paloma/c4, average: paloma/average}``; the page and the
     cell table get, per cell, each one's value over the chosen runs (their mean, as ``metric``'s) beside the paper's
-    (experiments.reports.paper_columns). ``metric`` still selects the runs and draws the figure."""
+    (experiments.reports.paper_columns). ``metric`` still selects the runs and draws the figure.
+
+    ``detail``: ``prefix`` (the metrics of a detail table, e.g. ``paloma/domain/``), ``compare`` (a cell key, default
+    model: the page counts in how many of them one value beats another) and ``note`` (text for the page, e.g. the
+    paper's counts); experiments.reports.detail_table."""
 
     columns: str | None = None
     random_baseline: bool = False
     ranking: bool = False
     paper_columns: dict | None = None
+    detail: dict | None = None
 
     def placed_by(self) -> dict[str, str | None]:
         return {"columns": self.columns}
@@ -128,6 +133,11 @@ class TableReport(Report):
 
     def problems(self) -> list[str]:
         problems = super().problems()
+        if self.detail is not None and not (
+                isinstance(self.detail.get("prefix"), str) and set(self.detail) <= {"prefix", "compare", "note"}
+                and self.detail.get("compare", "model") in self.cells):
+            problems.append(f"detail={self.detail!r} must map prefix to a metric-name prefix, and may map compare to "
+                            f"one of the report's cells {self.cells} and note to text")
         if self.paper_columns is not None and not (self.paper_columns and all(
                 isinstance(column, str) and isinstance(metric, str) for column, metric in self.paper_columns.items())):
             problems.append(f"paper_columns={self.paper_columns!r} must map each paper column (of paper.numbers.table) "

@@ -1,12 +1,12 @@
 """The ``paloma`` evaluation kind's run: a finished language-model training run's checkpoint scored on PALOMA.
 
-The run loads the checkpoint its ``evaluate`` section names into the model its config builds (on the CPU, then
-moved to the accelerator), scores the documents of ``evaluate.settings`` (experiments.config.evaluation_kinds.
+The run loads the checkpoint its ``evaluate`` section names into the model its config builds (on its
+accelerator), scores the documents of ``evaluate.settings`` (experiments.config.evaluation_kinds.
 PalomaSettings) window by window (tasks.lm.paloma_windows, experiments.evaluation.paloma_likelihoods) and writes
 ``paloma.csv`` into the run directory: one row per subdomain and one per source (tokens, log-likelihood,
 perplexity). Its metrics, result.json's: ``paloma/<column>`` for the columns of every paper table whose sources it
 scored (experiments.evaluation.paloma_scores.TABLES: ppleval's 12 sources and average, ppleval_app's 4),
-``paloma/tokens``, the training run's metrics prefixed ``trained/``, ``train/steps`` 0 and ``eval/seconds``.
+``paloma/domain/<source>/<subdomain>`` for every subdomain (the appendix's detail table), ``paloma/tokens``, the training run's metrics prefixed ``trained/``, ``train/steps`` 0 and ``eval/seconds``.
 """
 
 import time
@@ -27,6 +27,7 @@ from tasks.lm.paloma_windows import tokenize, window_batches
 from tasks.lm.tokenizer import tokenizer
 
 SCORES_FILE = "paloma.csv"
+DOMAIN_METRIC = "paloma/domain/"  # + <source>/<subdomain>: a subdomain's perplexity (Appendix "PALOMA" detail table)
 
 
 def run_paloma(config: DictConfig, run_dir: Path) -> dict[str, float]:
@@ -50,6 +51,8 @@ def run_paloma(config: DictConfig, run_dir: Path) -> dict[str, float]:
     metrics = {f"paloma/{column}": float(value) for table, columns in TABLES.items()
                if set(columns.values()) <= set(sources.index) for column, value in table_columns(sources, table).items()}
     metrics["paloma/tokens"] = float(sources["tokens"].sum())
+    metrics |= {f"{DOMAIN_METRIC}{source}/{subdomain}": float(perplexity)  # the detail table's values
+                for (source, subdomain), perplexity in subdomains["perplexity"].items()}
     metrics |= {f"trained/{metric}": value for metric, value in trained["metrics"].items()}
     metrics["train/steps"] = 0.0
     metrics["eval/seconds"] = time.perf_counter() - started

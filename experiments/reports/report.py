@@ -17,6 +17,7 @@ from experiments.config.artifacts import Artifact, PlannedRun, known_artifacts, 
 from experiments.paths import REPORTS, RESULTS
 from experiments.reports.committed_runs import (committed_path, metric_columns, per_run_rows, read_committed,
                                                with_committed, write_committed)
+from experiments.reports.detail_table import SUFFIX as DETAIL_SUFFIX, detail_frame, detail_markdown
 from experiments.reports.figures import save
 from experiments.reports.findings import findings_of
 from experiments.reports.kinds import report_figure
@@ -144,13 +145,18 @@ def write_files(artifact: Artifact, planned: Sequence[PlannedRun], runs: pd.Data
             save(figure, staged)
             figure_name = stem.with_suffix(".png").name
         staged.with_suffix(".csv").write_text(table.drop(columns="values").to_csv(index=False))  # runs.csv has them
-        staged.with_suffix(".md").write_text(markdown(artifact, planned, table, scale, figure_name, extra_overrides,
-                                                      findings_of(artifact.paper)))
+        page = markdown(artifact, planned, table, scale, figure_name, extra_overrides, findings_of(artifact.paper))
+        detail = detail_frame(artifact.layout, runs)
+        if detail is not None:
+            detail_csv = staged.with_name(staged.name + DETAIL_SUFFIX)
+            detail.to_csv(detail_csv, index_label="name")
+            page += "\n" + detail_markdown(artifact.layout, runs, artifact.selection["mode"], detail_csv.name)
+        staged.with_suffix(".md").write_text(page)
         published = publish(staging, stem.parent)
     return sorted(published, key=lambda path: REPORT_FILE_ORDER.index(path.name.removeprefix(stem.name)))
 
 
-REPORT_FILE_ORDER = [".md", ".csv", ".runs.csv", ".png", ".pdf"]
+REPORT_FILE_ORDER = [".md", ".csv", ".runs.csv", DETAIL_SUFFIX, ".png", ".pdf"]
 
 
 def report_command(arguments) -> int:
