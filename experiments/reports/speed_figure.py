@@ -45,7 +45,7 @@ def speed_figure(layout: SpeedReport, table: pd.DataFrame, title: str) -> plt.Fi
     figure, axes = plt.subplots(1, len(metrics), squeeze=False, figsize=(1.5 + 3.6 * len(metrics), 3.4))
     for ax, metric in zip(axes[0], metrics):
         marked = oom if metric == layout.metric else pd.Series(False, index=table.index)
-        for value in line_values:
+        for line_index, value in enumerate(line_values):
             mine = values[table[layout.lines] == value]
             points = mine[~marked[mine.index]].dropna(subset=[metric]).sort_values(layout.x)
             name = value_name(layout.lines, value)
@@ -53,9 +53,10 @@ def speed_figure(layout: SpeedReport, table: pd.DataFrame, title: str) -> plt.Fi
                 k = growth_exponent(points[layout.x], points[metric])
                 shown = name if math.isnan(k) else f"{name} (k={k:.2f})"
                 ax.plot(points[layout.x], points[metric], marker="o", color=colours[value], label=shown)
-            for index, x in enumerate(sorted(mine[marked[mine.index]][layout.x])):  # at the panel's top, one label
-                ax.plot(x, 0.97, marker="X", markersize=9, color=colours[value], transform=ax.get_xaxis_transform(),
-                        clip_on=False, label=f"{name}: {OUT_OF_MEMORY_MARK}" if index == 0 else None)
+            for index, x in enumerate(sorted(mine[marked[mine.index]][layout.x])):  # near the top, a row per line
+                ax.plot(x, 0.96 - 0.05 * line_index, marker="X", markersize=8, color=colours[value],
+                        transform=ax.get_xaxis_transform(), clip_on=False,
+                        label=f"{name}: {OUT_OF_MEMORY_MARK}" if index == 0 else None)
         if metric in layout.limits:
             for limit in table[layout.limits[metric]].dropna().unique():
                 ax.axhline(limit, color="grey", linestyle="--", linewidth=1, label=f"limit {limit:g}")
