@@ -137,6 +137,13 @@ def test_smoke_scale_trains_evaluates_and_reports_and_a_documents_perplexity_is_
 
     run = runs[0]
     scores = pd.read_csv(root / "smoke" / "ppleval" / run.run_id / "paloma.csv", keep_default_na=False)
+    # the detail table: every subdomain's perplexity per cell, as the run's paloma.csv holds it
+    detail = pd.read_csv(reports / "smoke" / "ppleval.detail.csv", index_col="name")
+    subdomains = scores[scores["level"] == "subdomain"]
+    assert len(detail) == len(subdomains) and detail.shape[1] == 4 and detail.notna().all().all()
+    first = subdomains.iloc[0]
+    assert f"{first['source']}/{first['subdomain']}" in detail.index
+    assert "## Detail" in (reports / "smoke" / "ppleval.md").read_text()
     row = scores[(scores["level"] == "subdomain") & (scores["subdomain"] == "c4_100_domains/domain-1")].iloc[0]
     (document,) = [each for each in read_documents(paloma_sample(), "val", ["c4_100_domains"])
                    if each.subdomain == "c4_100_domains/domain-1"]
