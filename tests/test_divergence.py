@@ -5,6 +5,7 @@ succeeds, and the report's note names the divergence."""
 import math
 
 import pandas as pd
+import pytest
 from rich.console import Console
 
 from experiments.config.artifacts import load_artifact
@@ -36,6 +37,7 @@ def test_a_run_whose_loss_turns_nan_is_recorded_as_diverged_and_the_sweep_goes_o
     assert table["note"].str.fullmatch(r"1 of 1 runs diverged \(non-finite training loss\)").all(), table["note"]
 
 
+@pytest.mark.slow  # 12 s: a smoke sweep; the diverging run's test above runs by default
 def test_a_run_that_trains_normally_is_not_marked_diverged(tmp_path):
     runs = tmp_path / "runs"
     assert run_sweep(ARTIFACT, "smoke", jobs=1, root=runs) == 0

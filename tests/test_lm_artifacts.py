@@ -4,6 +4,7 @@ end to end (data, training, validation, report with the paper's column beside ou
 import math
 
 import pandas as pd
+import pytest
 
 from experiments.config.artifacts import load_artifact
 from experiments.reports.paper_tables import paper_table
@@ -45,6 +46,7 @@ def test_mini_scale_holds_the_models_the_issue_names():
     assert {run.config.task.corpus for run in runs} == {"cerebras/SlimPajama-627B"}  # the paper's data by default
 
 
+@pytest.mark.slow  # 12 s: README's Table 1 commands run its sweep and report at smoke by default
 def test_smoke_scale_trains_validates_and_reports_beside_the_paper(tmp_path):
     runs, reports = tmp_path / "runs", tmp_path / "reports"
     assert run_sweep("spaj15b_model_results", "smoke", jobs=1, root=runs) == 0

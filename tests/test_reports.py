@@ -44,6 +44,7 @@ def test_an_artifact_without_finished_runs_writes_nothing(tmp_path):
     assert not (tmp_path / "reports").exists()
 
 
+@pytest.mark.slow  # 34 s (plans every artifact twice); README's `report all` runs its written path by default
 def test_report_all_skips_empty_artifacts_and_fails_only_when_it_wrote_nothing(tmp_path, capsys):
     arguments = ["report", "all", "--scale", "smoke", "--root", str(tmp_path / "runs"),
                  "--destination", str(tmp_path / "reports"), *NO_TORCH]
