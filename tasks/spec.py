@@ -34,6 +34,8 @@ class TaskSpec:
         "last" (its last position); None for the per-position kinds.
     fixed_length: the length of every sequence of a task whose config names no length (an image's pixels); None
         where the config's length keys say it (compute estimates read either).
+    token_buckets: for "vocab": the names of the buckets its evaluation batches place each target token in (a third
+        tensor (B, S) of bucket indices, -1 for none), scored per bucket besides the whole; None without buckets.
     """
 
     name: str
@@ -45,6 +47,7 @@ class TaskSpec:
     output_kind: Literal["classes", "scalar", "vocab", "sequence_class", "sequence_pair_class"] = "classes"
     pooling: Literal["mean", "last"] | None = None
     fixed_length: int | None = None
+    token_buckets: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.output_kind not in OUTPUT_KINDS:
@@ -55,6 +58,9 @@ class TaskSpec:
         if self.output_kind in SEQUENCE_KINDS and self.pooling not in POOLINGS:
             raise ValueError(f"a {self.output_kind} task pools its sequences: pooling={self.pooling!r} is not valid; "
                              f"valid choices: {list(POOLINGS)}")
+        if self.token_buckets is not None and self.output_kind != "vocab":
+            raise ValueError(f"token_buckets are for output_kind='vocab' (language modelling), not "
+                             f"{self.output_kind!r}; valid: token_buckets=None")
         if self.output_kind not in SEQUENCE_KINDS and self.pooling is not None:
             raise ValueError(f"pooling={self.pooling!r} is only for the kinds {list(SEQUENCE_KINDS)}, not for "
                              f"output_kind={self.output_kind!r}; valid: pooling=None")

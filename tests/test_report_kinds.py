@@ -23,7 +23,7 @@ def test_every_report_kind_has_a_figure():
 
 
 BAD_REPORTS = [
-    ({"kind": "bars"}, "report.kind='bars' is not valid; valid choices: ['heatmap', 'lines', 'points', 'scaling', 'speed', 'table']"),
+    ({"kind": "bars"}, "report.kind='bars' is not valid; valid choices: ['buckets', 'heatmap', 'lines', 'points', 'scaling', 'speed', 'table']"),
     ({"kind": "lines", "cells": ["model", SIZES], "metric": "val/accuracy"}, "report.x is missing"),
     ({"kind": "lines", "cells": ["model"], "metric": "m", "x": SIZES},
      "report.x='model.embedding_dim' must be one of the report's cells ['model']"),

@@ -4,6 +4,8 @@ Every report names its ``cells`` (the grid keys of one reported value), its ``me
 picks the figure, and the kind's schema below places the cells in it: the paper's panels and rows of model groups
 are configuration, not code.
 
+    buckets  the metric per bucket of the scored tokens (e.g. their training-set frequency), one line per model
+             (Figure lstmProblems, right)
     heatmap  rows x columns of cells, tasks grouped by their spec's group (Figure 4)
     lines    the metric against a swept size, one line per model, one panel per setting (the associative-recall figures)
     points   the mean over runs with its confidence interval, one point per model (Nearest Neighbour Search)
@@ -203,7 +205,39 @@ class SpeedReport(Report):
                            if metric not in self.more_metrics or not isinstance(limit, str)]
 
 
-REPORT_KINDS = {"heatmap": HeatmapReport, "lines": LinesReport, "points": PointsReport, "scaling": ScalingReport,
+@dataclass(frozen=True, kw_only=True)
+class BucketsReport(Report):
+    """The metric per bucket of the scored tokens: each run records a metric per bucket, named ``prefix`` + the
+    bucket's name (e.g. ``test/perplexity/frequency/1-9``, tasks.lm.token_frequency), ``buckets`` their names in the
+    order drawn; one line per value of ``lines`` across the buckets, the y axis logarithmic, each line's ``metric``
+    (the whole split's) in its legend."""
+
+    prefix: str
+    buckets: list[str]
+    lines: str = "model"
+
+    def placed_by(self) -> dict[str, str | None]:
+        return {"lines": self.lines}
+
+    def bucket_metrics(self) -> list[str]:
+        return [f"{self.prefix}{bucket}" for bucket in self.buckets]
+
+    def cell_metrics(self) -> list[str]:
+        return self.bucket_metrics()
+
+    def page_metrics(self) -> list[str]:
+        return self.bucket_metrics()
+
+    def problems(self) -> list[str]:
+        problems = super().problems()
+        if not self.buckets or not all(isinstance(bucket, str) for bucket in self.buckets) \
+                or len(set(self.buckets)) < len(self.buckets):
+            problems.append(f"buckets={self.buckets!r} must name each bucket once, as text (quote a number: '0'), "
+                            "in the order drawn")
+        return problems
+
+
+REPORT_KINDS = {"buckets": BucketsReport, "heatmap": HeatmapReport, "lines": LinesReport, "points": PointsReport, "scaling": ScalingReport,
                 "speed": SpeedReport, "table": TableReport}
 
 

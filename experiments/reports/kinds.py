@@ -15,6 +15,7 @@ from experiments.display import metric_label, metric_label_with_split, metric_sc
 from experiments.reports.figures import bar_panels, grouped_heatmap, line_panels, point_panels, power_law_panel
 from experiments.reports.power_laws import scaling_lines, short_count
 from experiments.reports.rankings import cell_names
+from experiments.reports.bucket_figure import bucket_figure
 from experiments.reports.speed_figure import speed_figure
 from tasks.registry import task_spec
 
@@ -111,7 +112,7 @@ def table_figure(layout, table: pd.DataFrame, title: str) -> plt.Figure | None:
 
 
 REPORT_FIGURES: dict[str, Callable] = {
-    "heatmap": heatmap_figure, "lines": lines_figure, "points": points_figure, "scaling": scaling_figure,
+    "buckets": bucket_figure, "heatmap": heatmap_figure, "lines": lines_figure, "points": points_figure, "scaling": scaling_figure,
     "speed": speed_figure, "table": table_figure,
 }
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tasks.lm.corpus import corpus_problems
+from tasks.lm.token_frequency import bucket_labels, edges_problems
+from tasks.lm.wikitext import DOCUMENT_LAYOUTS
 from tasks.lm.tokenizer import MODEL_VOCABULARY, TOKENIZERS
 from tasks.spec import TaskSpec
 
@@ -34,12 +36,17 @@ class LMTaskConfig:
     max_train_tokens: int | None = field(metadata={"at_least": 2})  # null: the whole training split
     val_sequences: int = field(metadata={"at_least": 1})
     test_sequences: int = field(metadata={"at_least": 1})
+    corpus_config: str | None = None
+    documents: Literal[DOCUMENT_LAYOUTS] = "records"
+    frequency_edges: list[int] | None = None
 
     def spec(self) -> TaskSpec:
-        """Accuracy of guessing: one over the tokenizer's ids (the padding ids never occur)."""
+        """Accuracy of guessing: one over the tokenizer's ids (the padding ids never occur); the frequency buckets'
+        names where the config has them."""
+        buckets = None if self.frequency_edges is None else bucket_labels(list(self.frequency_edges))
         return TaskSpec(name=self.name, input_kind="tokens", input_size=self.vocab_size, num_classes=self.vocab_size,
                         random_accuracy=1 / TOKENIZERS[self.tokenizer].vocabulary, group="language modelling",
-                        output_kind="vocab")
+                        output_kind="vocab", token_buckets=buckets)
 
     def corpus_split(self, part: str) -> str | None:
         """The corpus split that ``part`` (train, validation, test) reads; None where it is held out."""
@@ -65,5 +72,7 @@ class LMTaskConfig:
         if self.validation_split is not None and self.validation_split == self.test_split:
             problems.append(f"validation_split and test_split are both {self.validation_split!r}; valid: two "
                             "different splits, or null to hold out documents")
+        if self.frequency_edges is not None:
+            problems += edges_problems(list(self.frequency_edges))
         splits = [self.train_split, *(split for split in (self.validation_split, self.test_split) if split)]
-        return problems + corpus_problems(self.corpus, splits)
+        return problems + corpus_problems(self.corpus, splits, self.corpus_config)

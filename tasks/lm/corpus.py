@@ -3,7 +3,8 @@ converted or copied; the token cache keeps what training needs).
 
 A corpus is one of
 - a hub id ``owner/name`` (e.g. ``cerebras/SlimPajama-627B``, with train/validation/test splits and a ``text``
-  field), streamed from the hub;
+  field), streamed from the hub, with the dataset's configuration ``corpus_config`` where it has several (e.g.
+  ``Salesforce/wikitext``'s ``wikitext-103-raw-v1``);
 - local files: a file, a directory (its files of one format, recursively) or a glob, in one of FORMATS; a path may
   hold ``{split}``, replaced by the split's name (a downloaded copy of a corpus with splits, e.g.
   ``/data/SlimPajama-627B/{split}/**/*.jsonl.zst``), otherwise its one split is ``train``; a ``.txt`` file is one
@@ -22,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tasks.lm.offline_corpus import OFFLINE_CORPORA, OFFLINE_PREFIX, offline_files
+from tasks.lm.wikitext import wikitext_articles
 
 # file ending -> datasets' packaged builder that reads it (compressed files are decompressed while streaming)
 FORMATS = {".jsonl": "json", ".jsonl.zst": "json", ".jsonl.gz": "json", ".json": "json", ".parquet": "parquet",
@@ -47,10 +49,13 @@ def file_format(path: str) -> str | None:
     return FORMATS[max(endings, key=len)] if endings else None
 
 
-def corpus_problems(corpus: str, splits: list[str]) -> list[str]:
-    """Why ``corpus`` cannot give the ``splits`` (its names checked, local paths listed; nothing read), one message
-    each."""
+def corpus_problems(corpus: str, splits: list[str], corpus_config: str | None = None) -> list[str]:
+    """Why ``corpus`` (with ``corpus_config``) cannot give the ``splits`` (its names checked, local paths listed;
+    nothing read), one message each."""
     kind = corpus_kind(corpus)
+    if corpus_config is not None and kind != "hub":
+        return [f"corpus_config={corpus_config!r} names a configuration of a hub dataset; corpus={corpus!r} is "
+                f"{kind} files: set corpus_config to null"]
     if kind == "offline":
         name = corpus.removeprefix(OFFLINE_PREFIX)
         if name not in OFFLINE_CORPORA:
@@ -120,13 +125,21 @@ def corpus_fingerprint(corpus: str, split: str) -> dict:
     return {"files": len(files), "listing_sha256": hashlib.sha256(listing.encode()).hexdigest()}
 
 
-def document_batches(corpus: str, split: str, text_field: str) -> Iterator[list[str]]:
-    """The texts of the split's documents in corpus order, DOCUMENTS_PER_BATCH at a time."""
+def document_batches(corpus: str, split: str, text_field: str, corpus_config: str | None = None,
+                     documents: str = "records") -> Iterator[list[str]]:
+    """The texts of the split's documents in corpus order, DOCUMENTS_PER_BATCH at a time: each record one
+    (``documents`` records) or WikiText's line records joined by article (wikitext_articles)."""
+    batches = record_batches(corpus, split, text_field, corpus_config)
+    return wikitext_articles(batches, DOCUMENTS_PER_BATCH) if documents == "wikitext_articles" else batches
+
+
+def record_batches(corpus: str, split: str, text_field: str, corpus_config: str | None) -> Iterator[list[str]]:
     import datasets
 
     found = corpus_files(corpus, split)
     if found is None:
-        stream = datasets.load_dataset(corpus, split=split, streaming=True)
+        configuration = [] if corpus_config is None else [corpus_config]
+        stream = datasets.load_dataset(corpus, *configuration, split=split, streaming=True)
     else:
         files, builder = found
         options = {"sample_by": "document"} if builder == "text" else {}

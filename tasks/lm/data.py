@@ -4,7 +4,8 @@ micro-batches from the trainer's position, fixed validation and test sequences.
 ``batch_size`` is the global batch of one optimizer step (the paper's 256 or 512 sequences); the micro-batch a
 process loads at a time is global / (world size x gradient accumulation), both read from the trainer when a loader
 is built. Batches are ``(inputs, targets)``, both int64 (B, context_length), targets the next tokens (no position
-is left unscored).
+is left unscored); with ``frequency_edges``, validation and test batches add the frequency bucket of each target,
+(B, context_length) int64 (tasks.lm.token_frequency).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import numpy as np
 from torch.utils.data import DataLoader
 
 from tasks.lm.config import LMTaskConfig
-from tasks.lm.sequences import EvaluationSequences, TokenWindows, TrainingBatches
+from tasks.lm.sequences import BucketedSequences, EvaluationSequences, TokenWindows, TrainingBatches
 from tasks.lm.splits import PARTS, part_source
+from tasks.lm.token_frequency import token_buckets
 from tasks.lm.token_cache import cached_tokens
 from tasks.lm.training_order import TrainingOrder
 from tasks.training_position import micro_batch_size, training_position
@@ -50,6 +52,7 @@ class LMDataModule(lightning.LightningDataModule):
             raise ValueError("; ".join(problems))
         self.config, self.batch_size = config, batch_size
         self._tokens: dict[str, np.ndarray] = {}
+        self._buckets: np.ndarray | None = None
 
     @property
     def spec(self):
@@ -66,6 +69,13 @@ class LMDataModule(lightning.LightningDataModule):
         if part not in self._tokens:
             self._tokens[part] = part_tokens(self.config, part)
         return self._tokens[part]
+
+    def token_buckets(self) -> np.ndarray:
+        """Each token id's frequency bucket by its count in the training tokens: (vocab_size,) int64."""
+        if self._buckets is None:
+            self._buckets = token_buckets(self.tokens("train"), list(self.config.frequency_edges),
+                                          self.config.vocab_size)
+        return self._buckets
 
     def micro_batch(self) -> int:
         return micro_batch_size(self.batch_size, training_position(self))
@@ -87,7 +97,10 @@ class LMDataModule(lightning.LightningDataModule):
 
     def _evaluation_loader(self, part: str, count: int) -> DataLoader:
         windows = TokenWindows(self.tokens(part), self.config.context_length)
-        return DataLoader(EvaluationSequences(windows, count), batch_size=self.micro_batch())
+        sequences = EvaluationSequences(windows, count)
+        if self.config.frequency_edges is not None:
+            sequences = BucketedSequences(sequences, self.token_buckets())
+        return DataLoader(sequences, batch_size=self.micro_batch())
 
 
 def build_datamodule(config: LMTaskConfig, batch_size: int) -> LMDataModule:

@@ -66,3 +66,18 @@ class EvaluationSequences(Dataset):
             raise IndexError(f"sequence {index} of {self.count}")
         inputs, targets = self.windows.samples(np.array([index]))
         return inputs[0], targets[0]
+
+
+class BucketedSequences(Dataset):
+    """Evaluation sequences with the bucket of each target token (tasks.lm.token_frequency): inputs, targets and
+    their buckets, (C,) each."""
+
+    def __init__(self, sequences: EvaluationSequences, buckets: np.ndarray) -> None:
+        self.sequences, self.buckets = sequences, torch.from_numpy(buckets)  # buckets: (V,) int64
+
+    def __len__(self) -> int:
+        return len(self.sequences)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        inputs, targets = self.sequences[index]
+        return inputs, targets, self.buckets[targets]

@@ -36,16 +36,21 @@ class PartSource:
     text_field: str
     holdout_fraction: float
     keep: tuple[str, ...] | None
+    corpus_config: str | None = None
+    documents: str = "records"
 
     def settings(self) -> dict:
         """What selects the documents, for the token cache's key (with the content of local files: an edited file
-        gives another entry)."""
+        gives another entry); the hub configuration and the document layout only where they are not the default,
+        so the keys of corpora without them stay as they were."""
         selection = None if self.keep is None else {"holdout_fraction": self.holdout_fraction, "keep": list(self.keep)}
+        more = {"corpus_config": self.corpus_config} if self.corpus_config is not None else {}
+        more |= {"documents": self.documents} if self.documents != "records" else {}
         return {"corpus": self.corpus, "split": self.split, "content": corpus_fingerprint(self.corpus, self.split),
-                "text_field": self.text_field, "held_out": selection}
+                "text_field": self.text_field, "held_out": selection, **more}
 
     def document_batches(self) -> Iterator[list[str]]:
-        for batch in document_batches(self.corpus, self.split, self.text_field):
+        for batch in document_batches(self.corpus, self.split, self.text_field, self.corpus_config, self.documents):
             kept = batch if self.keep is None else \
                 [text for text in batch if held_out_part(text, self.holdout_fraction) in self.keep]
             if kept:
@@ -64,4 +69,5 @@ def part_source(config, part: str) -> PartSource:
         keep, split = (part,), config.train_split
     else:
         keep, split = None, config.corpus_split(part)
-    return PartSource(config.corpus, split, config.text_field, config.holdout_fraction, keep)
+    return PartSource(config.corpus, split, config.text_field, config.holdout_fraction, keep, config.corpus_config,
+                      config.documents)

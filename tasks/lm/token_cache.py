@@ -29,6 +29,7 @@ from tqdm import tqdm
 
 from tasks.data_cache import cache_folder
 from tasks.lm.corpus import document_batches
+from tasks.lm.wikitext import DOCUMENT_LAYOUTS
 from tasks.lm.tokenizer import TOKENIZERS, encoding, tokenizer
 from tasks.lm.whole_file import whole_file, write_whole
 
@@ -150,6 +151,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("corpus", help="a hub id, local files, or offline:<name>")
     parser.add_argument("--split", default="train")
     parser.add_argument("--text-field", default="text")
+    parser.add_argument("--corpus-config", default=None, help="the hub dataset's configuration, e.g. wikitext-103-raw-v1")
+    parser.add_argument("--documents", default="records", choices=DOCUMENT_LAYOUTS)
     parser.add_argument("--tokenizer", default="gpt2", choices=sorted(TOKENIZERS))
     parser.add_argument("--max-tokens", type=int, default=None)
     arguments = parser.parse_args(argv)
@@ -157,7 +160,8 @@ def main(argv: list[str] | None = None) -> None:
 
     def counted() -> Iterator[list[str]]:
         nonlocal documents
-        for batch in document_batches(arguments.corpus, arguments.split, arguments.text_field):
+        for batch in document_batches(arguments.corpus, arguments.split, arguments.text_field,
+                                      arguments.corpus_config, arguments.documents):
             documents += len(batch)
             yield batch
 
