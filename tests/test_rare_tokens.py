@@ -16,6 +16,8 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from experiments.cli import main
+from experiments.config.report_layouts import report_layout
+from experiments.reports.bucket_figure import bucket_figure
 from experiments.training.language_model_module import LanguageModelModule
 from tasks.lm.config import LMTaskConfig
 from tasks.lm.corpus import corpus_problems, document_batches
@@ -133,6 +135,31 @@ def test_the_perplexity_of_each_bucket_is_that_of_its_tokens(tmp_path):
         assert result[f"test/perplexity/frequency/{name}"] == pytest.approx(expected, rel=1e-5)
 
 
+def test_the_buckets_figure_draws_each_models_bucket_values_in_order():
+    layout = report_layout({"kind": "buckets", "cells": ["model"], "metric": "test/perplexity",
+                            "prefix": "test/perplexity/frequency/", "buckets": ["0", "1-9", "10+"]})
+    table = pd.DataFrame({"model": ["llama", "lstm_block"], "ours": [30.0, 40.0],
+                          "test/perplexity/frequency/0": [900.0, math.nan],
+                          "test/perplexity/frequency/1-9": [300.0, 500.0],
+                          "test/perplexity/frequency/10+": [20.0, 25.0]})
+    figure = bucket_figure(layout, table, "title")
+    [axes] = figure.axes
+    drawn = {line.get_label(): list(line.get_ydata()) for line in axes.get_lines()}
+    assert drawn.keys() == {"Llama (all tokens: 30.0)", "LSTM (Block) (all tokens: 40.0)"}
+    assert drawn["Llama (all tokens: 30.0)"] == [900.0, 300.0, 20.0]
+    assert drawn["LSTM (Block) (all tokens: 40.0)"][1:] == [500.0, 25.0]
+    assert [tick.get_text() for tick in axes.get_xticklabels()] == ["0", "1-9", "10+"]
+    assert axes.get_yscale() == "log"
+
+
+@pytest.mark.parametrize("buckets", [[], [0, "1-9"], ["a", "a"]])
+def test_bad_buckets_of_a_report_are_named(buckets):
+    with pytest.raises(ValueError, match="buckets="):
+        report_layout({"kind": "buckets", "cells": ["model"], "metric": "test/perplexity",
+                       "prefix": "test/perplexity/frequency/", "buckets": buckets})
+
+
+@pytest.mark.slow  # 30 s; its parts are tested above (data, module, figure), the README plans its paper scale
 def test_the_rare_token_artifact_runs_and_reports_per_bucket_at_smoke_scale(tmp_path):
     root, reports = tmp_path / "runs", tmp_path / "reports"
     assert main(["sweep", "lstmProblems-rare_tokens", "--scale", "smoke", "--root", str(root)]) == 0
