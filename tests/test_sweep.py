@@ -18,6 +18,7 @@ from experiments.config.artifacts import MODEL_NOT_REGISTERED
 from experiments.config.configuration import ConfigError
 from experiments.paths import REPOSITORY_ROOT
 from experiments.sweeps.claims import CLAIM_FILE
+from experiments.sweeps.run_subset import same_value
 from experiments.sweeps.sweep import add_sweep_arguments, hydra_command, load_launcher, run_sweep
 from experiments.sweeps.sweep import main as sweep_main
 from tests.sweep_fakes import EXECUTIONS, RECORD_RUN, UNBUILT_MODEL, count_lines, small_artifact
@@ -225,3 +226,37 @@ def test_bad_input_on_the_command_line_is_one_line_and_exit_code_2(tmp_path, cap
     assert sweep_main(["formal-nope", "--scale", "smoke", "--root", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith("xlstm-suite sweep: error: unknown artifact 'formal-nope'; valid choices: [")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_where_runs_part_of_the_grid_with_the_same_run_ids(tmp_path):
+    artifact = small_artifact(["xlstm_0_1", "xlstm_1_0"], tasks=["parity", "even_pairs"], seeds=[0, 1])
+    console = captured_console()
+    assert run_sweep(artifact, "smoke", jobs=1, overrides=[NO_TORCH], run_function=RECORD_RUN, root=tmp_path,
+                     console=console, where=["model=xlstm_1_0", "seed=1", "seed=0", "task=parity"]) == 0
+    expected = {run.run_id for run in artifact.runs("smoke", [NO_TORCH])
+                if run.cell["model"] == "xlstm_1_0" and run.cell["task"] == "parity"}
+    assert {path.name for path in tmp_path.glob("smoke/*/*") if (path / "result.json").exists()} == expected
+    assert len(expected) == 2 and "2 runs planned (--where: 2 of the grid's 8), 2 to run" in text_of(console)
+    rest = captured_console()  # the whole grid afterwards skips them
+    assert run_sweep(artifact, "smoke", jobs=1, overrides=[NO_TORCH], run_function=RECORD_RUN, root=tmp_path,
+                     console=rest) == 0
+    assert "8 runs planned, 6 to run" in text_of(rest)
+
+
+def test_where_compares_numbers_as_numbers():
+    assert same_value(0.001, "1e-3") and same_value(192, "192") and same_value(192, "192.0")
+    assert not same_value(192, "128") and not same_value(True, "1") and same_value(True, "true")
+    assert same_value("post_up_projection", "post_up_projection") and not same_value("llama", "1")
+
+
+@pytest.mark.parametrize("where, message", [
+    (["modell=xlstm_1_0"], "--where modell=...: 'modell' is not a key of the artifact's cells; valid keys: ['model'"),
+    (["model=llama"], "--where model=llama: no cell has that value; its values: ['xlstm_0_1', 'xlstm_1_0']"),
+    (["model"], "--where 'model' is not KEY=VALUE"),
+])
+def test_a_bad_where_is_named_before_anything_runs(tmp_path, where, message):
+    artifact = small_artifact(["xlstm_0_1", "xlstm_1_0"], tasks=["parity"], seeds=[0])
+    with pytest.raises(ValueError, match=message.replace("[", r"\[")):
+        run_sweep(artifact, "smoke", overrides=[NO_TORCH], run_function=RECORD_RUN, root=tmp_path / "runs",
+                  where=where)
+    assert not (tmp_path / "runs").exists()

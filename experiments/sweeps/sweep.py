@@ -1,7 +1,8 @@
 """The sweep runner: plan an artifact's runs at one scale, skip finished ones, run the rest locally or on SLURM.
 
-``xlstm-suite sweep formal-main --scale mini [--launcher local|slurm|submitit_local] [--jobs N] [--dry-run] [overrides]``
-(``--dry-run`` estimates tokens, FLOPs and GPU-hours at ``--gpu-tflops`` and ``--utilization``)
+``xlstm-suite sweep formal-main --scale mini [--launcher local|slurm|submitit_local] [--jobs N] [--dry-run]
+[--where KEY=VALUE ...] [overrides]`` (``--dry-run`` estimates tokens, FLOPs and GPU-hours at ``--gpu-tflops`` and
+``--utilization``; ``--where`` keeps the runs of part of the grid, experiments.sweeps.run_subset)
 """
 
 import argparse
@@ -29,6 +30,7 @@ from experiments.sweeps.compute_estimate import Accelerator
 from experiments.sweeps.local_launcher import run_locally
 from experiments.sweeps.run_execution import DEFAULT_RUN_FUNCTION, describe_os_error, skipped_outcome
 from experiments.sweeps.run_outcome import RunOutcome
+from experiments.sweeps.run_subset import parse_where, runs_where
 from experiments.sweeps.run_store import (ERROR_FILE, RUN_STORE, divergence_note, failure_message, finished_result,
                                           run_directory, run_status)
 from experiments.sweeps.status import print_plan, print_summary
@@ -56,9 +58,11 @@ def run_sweep(
     stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS,
     console: Console | None = None,
     accelerator: Accelerator = Accelerator(),
+    where: Sequence[str] = (),
 ) -> int:
     """Plan, then run what is not done; the exit code is non-zero if a run failed. Bad input raises ValueError.
-    ``accelerator``: the GPU and utilisation a dry run's GPU-hours assume."""
+    ``accelerator``: the GPU and utilisation a dry run's GPU-hours assume; ``where``: KEY=VALUE pairs, only the runs
+    of the cells that have them (experiments.sweeps.run_subset)."""
     artifact = artifact if isinstance(artifact, Artifact) else load_artifact(artifact)
     check_scale(scale)
     overrides, launcher_overrides = split_overrides(overrides)
@@ -66,7 +70,11 @@ def run_sweep(
     jobs = check_jobs(jobs if jobs is not None else launcher_config.get("jobs", 1))
     check_run_function(run_function)
     root = Path(root).resolve()
+    subset = parse_where(where)
     runs = artifact.runs(scale, overrides)
+    grid_size = len(runs)
+    if subset:
+        runs = runs_where(runs, subset)
     console = console or Console()
     if dry_run:
         print_plan(console, artifact, scale, runs, root, stale_after_seconds, verbose, accelerator)
@@ -74,7 +82,8 @@ def run_sweep(
     pending = [run for run in runs if run.unavailable is None and finished_result(run_directory(run, root)) is None]
     waiting = waiting_for_training(pending, root)
     pending = [run for run in pending if run.run_id not in waiting]
-    console.print(f"[bold]{artifact.name}[/] ({scale}): {len(runs)} runs planned, {len(pending)} to run"
+    console.print(f"[bold]{artifact.name}[/] ({scale}): {len(runs)} runs planned"
+                  + (f" (--where: {len(runs)} of the grid's {grid_size})" if subset else "") + f", {len(pending)} to run"
                   + (f", {len(waiting)} waiting for their training runs" if waiting else ""))
     print_waiting(console, waiting)
     if pending:
@@ -340,6 +349,9 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"with --dry-run: that GPU's dense peak in TFLOP/s (default: {default.peak_tflops:g}, an A100 in bf16)")
     parser.add_argument("--utilization", type=float, default=default.utilization,
                         help=f"with --dry-run: the fraction of the peak a run reaches (model FLOPs utilisation; default: {default.utilization:g})")
+    parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                        help="only the runs of the cells with this value of a cell key, e.g. model.embedding_dim=192 "
+                             "(repeat it: every key must match, a key given twice takes either value)")
     parser.add_argument("--run-function", default=DEFAULT_RUN_FUNCTION, help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, default=RUN_STORE, help=argparse.SUPPRESS)
     parser.add_argument("--claim-timeout", type=float, default=DEFAULT_STALE_AFTER_SECONDS, help=argparse.SUPPRESS)
@@ -360,6 +372,7 @@ def sweep_command(arguments: argparse.Namespace) -> int:
             root=arguments.root,
             stale_after_seconds=arguments.claim_timeout,
             accelerator=Accelerator(arguments.gpu_name, arguments.gpu_tflops, arguments.utilization),
+            where=arguments.where,
         )
     except ValueError as error:
         print(f"xlstm-suite sweep: error: {error}", file=sys.stderr)
