@@ -56,12 +56,13 @@ def main(argv: list[str] | None = None) -> int:
             return list_command(arguments)
         from experiments.config.artifacts import known_artifacts, load_artifact
 
-        # a bad name or value fails before the plotting stack is imported (planning validates every run)
-        for name in known_artifacts() if arguments.artifact == "all" else [arguments.artifact]:
-            load_artifact(name).runs(arguments.scale, arguments.overrides)
+        # a bad name or value fails before the plotting stack is imported (planning validates every run); the
+        # report takes these plans rather than composing every run again
+        planned = {name: load_artifact(name).runs(arguments.scale, arguments.overrides)
+                   for name in (known_artifacts() if arguments.artifact == "all" else [arguments.artifact])}
         from experiments.reports.report import report_command
 
-        return report_command(arguments)
+        return report_command(arguments, planned)
     except (ConfigError, ValueError) as error:
         print(f"xlstm-suite {arguments.command}: error: {error}", file=sys.stderr)
         return 2

@@ -110,9 +110,10 @@ def finished_cells(csv_path: Path) -> int | None:
 
 
 def write_report(name: str, scale: str, root: Path, destination: Path, extra_overrides: Sequence[str] = (),
-                 force: bool = False) -> ReportOutcome:
+                 force: bool = False, planned: Sequence[PlannedRun] | None = None) -> ReportOutcome:
+    """``planned``: the artifact's runs at the scale with ``extra_overrides``, where the caller has planned them."""
     artifact = load_artifact(name).at_scale(scale)
-    planned = artifact.runs(scale, extra_overrides)
+    planned = artifact.runs(scale, extra_overrides) if planned is None else planned
     stem = destination / scale / report_stem(name, extra_overrides)
     cell_keys = artifact.cell_keys(scale)
     runs = with_committed(run_table(planned, root), read_committed(committed_path(stem)), cell_keys)
@@ -159,8 +160,9 @@ def write_files(artifact: Artifact, planned: Sequence[PlannedRun], runs: pd.Data
 REPORT_FILE_ORDER = [".md", ".csv", ".runs.csv", DETAIL_SUFFIX, ".png", ".pdf"]
 
 
-def report_command(arguments) -> int:
-    """Exit code 0 if a report was written (for ``all``: at least one), else 1."""
+def report_command(arguments, planned: dict[str, list[PlannedRun]] | None = None) -> int:
+    """Exit code 0 if a report was written (for ``all``: at least one), else 1. ``planned``: artifact name -> its
+    runs at the arguments' scale and overrides, where the caller has planned them."""
     console = Console()
     names = known_artifacts() if arguments.artifact == "all" else [arguments.artifact]
     for name in names:  # unknown names, bad paper numbers and paper columns fail before anything is written
@@ -175,7 +177,8 @@ def report_command(arguments) -> int:
     outcomes = []
     for name in names:
         with terminate_as_exit():
-            outcome = write_report(name, arguments.scale, root, destination, arguments.overrides, arguments.force)
+            outcome = write_report(name, arguments.scale, root, destination, arguments.overrides, arguments.force,
+                                   (planned or {}).get(name))
         outcomes.append(outcome)
         if outcome.status == "written":
             console.print(outcome.message, highlight=False)
