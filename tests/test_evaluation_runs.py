@@ -74,6 +74,16 @@ def test_bad_evaluates_sections_are_named(artifacts):
         load_artifact("recall-longer").runs("smoke")
 
 
+def test_the_command_named_for_missing_training_runs_carries_the_users_overrides(artifacts, capsys):
+    root, overrides = artifacts / "runs", ["trainer.max_steps=2", "task.test_samples=4"]
+    run_sweep("recall-longer", "smoke", root=root, console=Console(width=400), dry_run=True, overrides=overrides)
+    command = "`xlstm-suite sweep recall-train --scale smoke trainer.max_steps=2 task.test_samples=4`"
+    assert f"make those with {command}" in capsys.readouterr().out
+    assert run_sweep("recall-longer", "smoke", root=root, console=Console(width=400), overrides=overrides) == 0
+    assert f"make them with {command}" in capsys.readouterr().out
+    assert not (root / "smoke" / "recall-longer").exists()
+
+
 @pytest.mark.slow  # trains two tiny runs and evaluates four (about 30 s on an idle core)
 def test_an_evaluation_run_waits_until_its_training_run_is_done_then_evaluates_its_checkpoint(artifacts, capsys):
     root = artifacts / "runs"

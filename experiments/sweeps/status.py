@@ -19,7 +19,7 @@ from experiments.sweeps.claims import DEFAULT_STALE_AFTER_SECONDS
 from experiments.sweeps.compute_estimate import Accelerator, RunCompute, estimate_text, run_compute
 from experiments.sweeps.run_outcome import RunOutcome
 from experiments.sweeps.run_store import RUN_STORE, run_directory, run_status, runs_frame, store_frame
-from experiments.sweeps.training_runs import INITIAL
+from experiments.sweeps.training_runs import INITIAL, training_sweep_command
 
 COLUMNS = ["runs", "done", "failed", "running", "damaged", "missing", "n/a", "other"]
 COLUMN_NOTES = (
@@ -82,11 +82,12 @@ def status_counts(artifact: Artifact, scale: str, root: Path, stale_after_second
 
 def print_plan(
     console: Console, artifact: Artifact, scale: str, runs: list[PlannedRun], root: Path, stale_after_seconds: float,
-    verbose: bool = False, accelerator: Accelerator = Accelerator(),
+    verbose: bool = False, accelerator: Accelerator = Accelerator(), overrides: Sequence[str] = (),
 ) -> None:
     """The dry run: one row per reported cell (e.g. model and task; the keys the selection chooses or averages over
     are summed), the counts, and an estimate of the compute still to spend (tokens, FLOPs, GPU-hours on
-    ``accelerator``); ``verbose`` lists every run first, each with its own estimate."""
+    ``accelerator``); ``verbose`` lists every run first, each with its own estimate. ``overrides``: the user's, for
+    the command that makes an evaluating artifact's training runs."""
     statuses = [planned_status(run, root, stale_after_seconds) for run in runs]
     computes = [run_compute(run.config) if status != "not available" else None for run, status in zip(runs, statuses)]
     if verbose:
@@ -102,11 +103,11 @@ def print_plan(
     to_run = [compute for compute, status in zip(computes, statuses) if status in TO_RUN]
     console.print(estimate_text(to_run, accelerator), highlight=False)
     if any(run.trained_by is not None for run in runs):
-        print_training_runs(console, runs, statuses, root, stale_after_seconds)
+        print_training_runs(console, runs, statuses, root, stale_after_seconds, overrides)
 
 
 def print_training_runs(console: Console, runs: list[PlannedRun], statuses: list[str], root: Path,
-                        stale_after_seconds: float) -> None:
+                        stale_after_seconds: float, overrides: Sequence[str] = ()) -> None:
     """An evaluating artifact's runs, each with the training run whose checkpoint it loads and that run's status,
     then the command that makes the training runs not done (a sweep holds their evaluation runs back until then)."""
     trained = [run.trained_by for run in runs]
@@ -127,7 +128,7 @@ def print_training_runs(console: Console, runs: list[PlannedRun], statuses: list
     missing = sorted({(training.artifact, training.scale) for training in trained
                       if training_statuses[training.run_id] != "done"})
     if missing:
-        commands = " and ".join(f"`xlstm-suite sweep {name} --scale {scale}`" for name, scale in missing)
+        commands = " and ".join(f"`{training_sweep_command(name, scale, overrides)}`" for name, scale in missing)
         console.print(f"The evaluation runs of training runs not done wait (a sweep runs them once those are done): "
                       f"make those with {commands}", highlight=False, soft_wrap=True, markup=False)
 

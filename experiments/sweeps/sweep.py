@@ -77,10 +77,10 @@ def run_sweep(
         runs = runs_where(runs, subset)
     console = console or Console()
     if dry_run:
-        print_plan(console, artifact, scale, runs, root, stale_after_seconds, verbose, accelerator)
+        print_plan(console, artifact, scale, runs, root, stale_after_seconds, verbose, accelerator, overrides)
         return 0
     pending = [run for run in runs if run.unavailable is None and finished_result(run_directory(run, root)) is None]
-    waiting = waiting_for_training(pending, root)
+    waiting = waiting_for_training(pending, root, overrides)
     pending = [run for run in pending if run.run_id not in waiting]
     console.print(f"[bold]{artifact.name}[/] ({scale}): {len(runs)} runs planned"
                   + (f" (--where: {len(runs)} of the grid's {grid_size})" if subset else "") + f", {len(pending)} to run"
@@ -114,15 +114,16 @@ def run_sweep(
     return 1 if not_started or any(outcome.status == "failed" for _, outcome in outcomes) else 0
 
 
-def waiting_for_training(runs: list[PlannedRun], root: Path) -> dict[str, tuple[str, str]]:
-    """Run id -> (why its training run is not ready, the command that makes it), for the evaluation runs among
-    ``runs`` that must wait: neither run nor failed, a later sweep runs them once their training runs are done."""
+def waiting_for_training(runs: list[PlannedRun], root: Path, overrides: Sequence[str] = ()) -> dict[str, tuple[str, str]]:
+    """Run id -> (why its training run is not ready, the command that makes it, with the sweep's ``overrides``), for
+    the evaluation runs among ``runs`` that must wait: neither run nor failed, a later sweep runs them once their
+    training runs are done."""
     waiting = {}
     for run in runs:
         evaluate = run.config.get("evaluate")
         problem = training_run_problem(evaluate, root) if evaluate is not None else None
         if problem:
-            waiting[run.run_id] = problem, training_sweep_command(evaluate)
+            waiting[run.run_id] = problem, training_sweep_command(evaluate["artifact"], evaluate["scale"], overrides)
     return waiting
 
 

@@ -5,8 +5,9 @@ A sweep holds an evaluation run back while its training run is not ready (neithe
 the training runs and the command that makes them); the evaluation itself checks again before any compute
 (experiments.training.train.training_checkpoint)."""
 
+import shlex
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from experiments.sweeps.run_store import finished_result
 
@@ -25,8 +26,10 @@ def named(evaluate: Mapping) -> str:
             f"{evaluate.get('cell', '')})")
 
 
-def training_sweep_command(evaluate: Mapping) -> str:
-    return f"xlstm-suite sweep {evaluate['artifact']} --scale {evaluate['scale']}"
+def training_sweep_command(artifact: str, scale: str, overrides: Sequence[str] = ()) -> str:
+    """The sweep that makes an artifact's training runs, with the user's overrides that the evaluating sweep ran
+    with (e.g. ``task=offline_docs``: without them, other training runs)."""
+    return " ".join(["xlstm-suite sweep", artifact, "--scale", scale, *(shlex.quote(value) for value in overrides)])
 
 
 def evaluated_checkpoints(training_dir: Path, checkpoint: str) -> list[Path]:
@@ -45,10 +48,10 @@ def training_run_problem(evaluate: Mapping, root: Path) -> str | None:
     training_dir = training_directory(evaluate, root)
     if finished_result(training_dir) is None:
         return (f"{named(evaluate)} is not finished: {training_dir} holds no result.json; run `"
-                f"{training_sweep_command(evaluate)}` first")
+                f"{training_sweep_command(evaluate['artifact'], evaluate['scale'])}` first")
     found = evaluated_checkpoints(training_dir, evaluate["checkpoint"])
     if len(found) != 1:
         return (f"{named(evaluate)} has no single {evaluate['checkpoint']} checkpoint in {training_dir / CHECKPOINTS} "
                 f"(found {[path.name for path in found]}); it was trained with trainer.checkpoint=false, or its "
-                f"checkpoints were removed: remove {training_dir} and run `{training_sweep_command(evaluate)}`")
+                f"checkpoints were removed: remove {training_dir} and run `{training_sweep_command(evaluate['artifact'], evaluate['scale'])}`")
     return None
