@@ -14,6 +14,7 @@ from experiments.config.cell_composer import CellComposer
 from experiments.config.configuration import CONFIGS, ConfigError, compose_run_config, config_yaml, load_yaml
 from experiments.config.evaluation_kinds import EVALUATION_KINDS, resolved_settings, settings_problems
 from experiments.config.report_layouts import report_layout
+from experiments.config.run_schema import CHECKPOINTS, INITIAL
 from experiments.config.validation import validate_run_config
 from models.catalog import known_backbones
 
@@ -25,7 +26,6 @@ ARTIFACT_KEYS = ("artifact", "title", "evaluates", "grid", "cell_grids", "exclud
 # A scale's settings; ``reading``: what its results show and what they cannot, printed on its report page
 SCALE_KEYS = ("evaluates", "grid", "cell_grids", "exclude", "overrides", "cell_overrides", "reading", "report")
 EVALUATES_KEYS = ("artifact", "where", "checkpoint", "kind", "settings")
-CHECKPOINTS = ("best", "last", "initial")  # initial: the model at its initial weights (kinds measuring time, memory)
 SETTINGS_KEY = "evaluate.settings."  # a grid key of an evaluating artifact that sets one of its kind's settings
 MODEL_NOT_REGISTERED = "not in the model registry yet (the baseline zoo issue adds it)"
 
@@ -333,7 +333,7 @@ def evaluates_problem(evaluates: Any, base: bool) -> str | None:
         return f"where={evaluates['where']!r} must map cell keys to a value or a list of values"
     if evaluates.get("checkpoint", "best") not in CHECKPOINTS:
         return f"checkpoint={evaluates['checkpoint']!r} is not valid; valid choices: {list(CHECKPOINTS)}"
-    if base and evaluates.get("checkpoint") == "initial" and not (
+    if base and evaluates.get("checkpoint") == INITIAL and not (
             evaluates.get("kind") in EVALUATION_KINDS and EVALUATION_KINDS[evaluates["kind"]].initial_weights):
         measuring = sorted(name for name, kind in EVALUATION_KINDS.items() if kind.initial_weights)
         return (f"checkpoint='initial' (untrained weights) needs a kind that measures what weights do not change; "

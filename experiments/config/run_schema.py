@@ -33,6 +33,9 @@ NOT_NEGATIVE = {"at_least": 0}
 AT_LEAST_ONE = {"at_least": 1}
 FRACTION = {"at_least": 0, "at_most": 1}
 
+INITIAL = "initial"  # an evaluation at the model's initial weights: no checkpoint loaded (kinds measuring time, memory)
+CHECKPOINTS = ("best", "last", INITIAL)  # the checkpoints an evaluation run may take of its training run
+
 
 @dataclass
 class ModelSection:
@@ -183,7 +186,7 @@ class EvaluateConfig:
     artifact: str
     scale: Literal[SCALES]
     run_id: str
-    checkpoint: Literal["best", "last", "initial"]
+    checkpoint: Literal[CHECKPOINTS]
     cell: str = ""
     kind: str | None = None
     settings: dict | None = None

@@ -19,7 +19,8 @@ from experiments.sweeps.claims import DEFAULT_STALE_AFTER_SECONDS
 from experiments.sweeps.compute_estimate import Accelerator, RunCompute, estimate_text, run_compute
 from experiments.sweeps.run_outcome import RunOutcome
 from experiments.sweeps.run_store import RUN_STORE, run_directory, run_status, runs_frame, store_frame
-from experiments.sweeps.training_runs import INITIAL, training_sweep_command
+from experiments.config.run_schema import INITIAL
+from experiments.sweeps.training_runs import training_sweep_command
 
 COLUMNS = ["runs", "done", "failed", "running", "damaged", "missing", "n/a", "other"]
 COLUMN_NOTES = (

@@ -9,11 +9,11 @@ import shlex
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from experiments.config.run_schema import INITIAL
 from experiments.sweeps.run_store import finished_result
 
 CHECKPOINTS = "checkpoints"  # experiments.training.checkpoints writes a run's checkpoints here
 LAST = "last.ckpt"
-INITIAL = "initial"  # an evaluation at the initial weights: no checkpoint loaded
 
 
 def training_directory(evaluate: Mapping, root: Path) -> Path:
