@@ -134,6 +134,7 @@ def document_batches(corpus: str, split: str, text_field: str, corpus_config: st
 
 
 def record_batches(corpus: str, split: str, text_field: str, corpus_config: str | None) -> Iterator[list[str]]:
+    """The texts of the split's records (a hub dataset's rows, a local file's records or its whole text)."""
     import datasets
 
     found = corpus_files(corpus, split)
