@@ -143,13 +143,16 @@ def test_the_buckets_figure_draws_each_models_bucket_values_in_order():
                           "test/perplexity/frequency/1-9": [300.0, 500.0],
                           "test/perplexity/frequency/10+": [20.0, 25.0]})
     figure = bucket_figure(layout, table, "title")
-    [axes] = figure.axes
-    drawn = {line.get_label(): list(line.get_ydata()) for line in axes.get_lines()}
+    absolute, relative = figure.axes
+    drawn = {line.get_label(): list(line.get_ydata()) for line in absolute.get_lines()}
     assert drawn.keys() == {"Llama (all tokens: 30.0)", "LSTM (Block) (all tokens: 40.0)"}
     assert drawn["Llama (all tokens: 30.0)"] == [900.0, 300.0, 20.0]
     assert drawn["LSTM (Block) (all tokens: 40.0)"][1:] == [500.0, 25.0]
-    assert [tick.get_text() for tick in axes.get_xticklabels()] == ["0", "1-9", "10+"]
-    assert axes.get_yscale() == "log"
+    assert [tick.get_text() for tick in absolute.get_xticklabels()] == ["0", "1-9", "10+"]
+    assert absolute.get_yscale() == "log"
+    ratios = {line.get_label(): list(line.get_ydata()) for line in relative.get_lines() if not line.get_label().startswith("_")}
+    assert ratios["Llama"] == [1.0, 1.0, 1.0]
+    assert ratios["LSTM (Block)"][1:] == pytest.approx([500 / 300, 25 / 20])
 
 
 @pytest.mark.parametrize("buckets", [[], [0, "1-9"], ["a", "a"]])
