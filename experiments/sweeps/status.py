@@ -14,12 +14,12 @@ from rich.table import Table
 from rich.text import Text
 
 from experiments.config.artifacts import SCALES, Artifact, PlannedRun, check_scale, known_artifacts, load_artifact, override_value
+from experiments.config.run_schema import INITIAL
 from experiments.config.titles import title_of
 from experiments.sweeps.claims import DEFAULT_STALE_AFTER_SECONDS
 from experiments.sweeps.compute_estimate import Accelerator, RunCompute, estimate_text, run_compute
 from experiments.sweeps.run_outcome import RunOutcome
 from experiments.sweeps.run_store import RUN_STORE, run_directory, run_status, runs_frame, store_frame
-from experiments.config.run_schema import INITIAL
 from experiments.sweeps.training_runs import training_sweep_command
 
 COLUMNS = ["runs", "done", "failed", "running", "damaged", "missing", "n/a", "other"]
