@@ -4,12 +4,14 @@ and evaluates it on other task settings, with no training; an evaluation run who
 
 import json
 import os
+import shlex
 
 import pytest
 from omegaconf import OmegaConf
 from rich.console import Console
 
 from experiments.config.artifacts import load_artifact
+from experiments.cli import main
 from experiments.config.configuration import compose_run_config
 from experiments.sweeps.sweep import run_sweep
 
@@ -74,14 +76,23 @@ def test_bad_evaluates_sections_are_named(artifacts):
         load_artifact("recall-longer").runs("smoke")
 
 
-def test_the_command_named_for_missing_training_runs_carries_the_users_overrides(artifacts, capsys):
+def test_the_command_named_for_missing_training_runs_carries_the_users_overrides_and_makes_only_those(artifacts, capsys):
     root, overrides = artifacts / "runs", ["trainer.max_steps=2", "task.test_samples=4"]
     run_sweep("recall-longer", "smoke", root=root, console=Console(width=400), dry_run=True, overrides=overrides)
-    command = "`xlstm-suite sweep recall-train --scale smoke trainer.max_steps=2 task.test_samples=4`"
-    assert f"make those with {command}" in capsys.readouterr().out
+    command = "xlstm-suite sweep recall-train --scale smoke trainer.max_steps=2 task.test_samples=4 --where model=llama"
+    assert f"make those with `{command}`" in capsys.readouterr().out
     assert run_sweep("recall-longer", "smoke", root=root, console=Console(width=400), overrides=overrides) == 0
-    assert f"make them with {command}" in capsys.readouterr().out
+    output = capsys.readouterr().out
+    assert f"make them with `{command}`" in output and output.count("xlstm-suite sweep") == 1
     assert not (root / "smoke" / "recall-longer").exists()
+
+    # the named command plans exactly the training runs the evaluation runs wait for
+    assert main(shlex.split(command)[1:] + ["--dry-run", "--verbose", "--root", str(root)]) == 0
+    listed = capsys.readouterr().out
+    waited_for = {run.trained_by.run_id for run in load_artifact("recall-longer").runs("smoke", overrides)}
+    planned = load_artifact("recall-train").runs("smoke", overrides)
+    assert len(waited_for) == 2 and "2 runs: done 0, pending 2" in listed
+    assert all((run.run_id in listed) == (run.run_id in waited_for) for run in planned)
 
 
 @pytest.mark.slow  # trains two tiny runs and evaluates four (about 30 s on an idle core)

@@ -5,7 +5,7 @@ import argparse
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from rich import box
 from rich.console import Console, Group
@@ -104,13 +104,15 @@ def print_plan(
     to_run = [compute for compute, status in zip(computes, statuses) if status in TO_RUN]
     console.print(estimate_text(to_run, accelerator), highlight=False)
     if any(run.trained_by is not None for run in runs):
-        print_training_runs(console, runs, statuses, root, stale_after_seconds, overrides)
+        print_training_runs(console, runs, statuses, root, stale_after_seconds, overrides,
+                            artifact.evaluates_of(scale).get("where"))
 
 
 def print_training_runs(console: Console, runs: list[PlannedRun], statuses: list[str], root: Path,
-                        stale_after_seconds: float, overrides: Sequence[str] = ()) -> None:
+                        stale_after_seconds: float, overrides: Sequence[str] = (), where: Mapping | None = None) -> None:
     """An evaluating artifact's runs, each with the training run whose checkpoint it loads and that run's status,
-    then the command that makes the training runs not done (a sweep holds their evaluation runs back until then)."""
+    then the command that makes the training runs not done, only those its ``evaluates.where`` names (a sweep holds
+    their evaluation runs back until then)."""
     trained = [run.trained_by for run in runs]
     training_statuses = {training.run_id: planned_status(training, root, stale_after_seconds) for training in trained}
     not_done = sum(status != "done" for status in training_statuses.values())
@@ -129,7 +131,7 @@ def print_training_runs(console: Console, runs: list[PlannedRun], statuses: list
     missing = sorted({(training.artifact, training.scale) for training in trained
                       if training_statuses[training.run_id] != "done"})
     if missing:
-        commands = " and ".join(f"`{training_sweep_command(name, scale, overrides)}`" for name, scale in missing)
+        commands = " and ".join(f"`{training_sweep_command(name, scale, overrides, where)}`" for name, scale in missing)
         console.print(f"The evaluation runs of training runs not done wait (a sweep runs them once those are done): "
                       f"make those with {commands}", highlight=False, soft_wrap=True, markup=False)
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from omegaconf import OmegaConf
 from rich.console import Console
@@ -80,7 +80,7 @@ def run_sweep(
         print_plan(console, artifact, scale, runs, root, stale_after_seconds, verbose, accelerator, overrides)
         return 0
     pending = [run for run in runs if run.unavailable is None and finished_result(run_directory(run, root)) is None]
-    waiting = waiting_for_training(pending, root, overrides)
+    waiting = waiting_for_training(pending, root, overrides, artifact.evaluates_of(scale).get("where"))
     pending = [run for run in pending if run.run_id not in waiting]
     console.print(f"[bold]{artifact.name}[/] ({scale}): {len(runs)} runs planned"
                   + (f" (--where: {len(runs)} of the grid's {grid_size})" if subset else "") + f", {len(pending)} to run"
@@ -114,16 +114,17 @@ def run_sweep(
     return 1 if not_started or any(outcome.status == "failed" for _, outcome in outcomes) else 0
 
 
-def waiting_for_training(runs: list[PlannedRun], root: Path, overrides: Sequence[str] = ()) -> dict[str, tuple[str, str]]:
-    """Run id -> (why its training run is not ready, the command that makes it, with the sweep's ``overrides``), for
-    the evaluation runs among ``runs`` that must wait: neither run nor failed, a later sweep runs them once their
-    training runs are done."""
+def waiting_for_training(runs: list[PlannedRun], root: Path, overrides: Sequence[str] = (),
+                         where: Mapping | None = None) -> dict[str, tuple[str, str]]:
+    """Run id -> (why its training run is not ready, the command that makes it, with the sweep's ``overrides`` and
+    the artifact's ``evaluates.where``), for the evaluation runs among ``runs`` that must wait: neither run nor
+    failed, a later sweep runs them once their training runs are done."""
     waiting = {}
     for run in runs:
         evaluate = run.config.get("evaluate")
         problem = training_run_problem(evaluate, root) if evaluate is not None else None
         if problem:
-            waiting[run.run_id] = problem, training_sweep_command(evaluate["artifact"], evaluate["scale"], overrides)
+            waiting[run.run_id] = problem, training_sweep_command(evaluate["artifact"], evaluate["scale"], overrides, where)
     return waiting
 
 

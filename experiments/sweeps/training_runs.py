@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from experiments.config.artifacts import override_value
 from experiments.config.run_schema import INITIAL
 from experiments.sweeps.run_store import finished_result
 
@@ -26,10 +27,14 @@ def named(evaluate: Mapping) -> str:
             f"{evaluate.get('cell', '')})")
 
 
-def training_sweep_command(artifact: str, scale: str, overrides: Sequence[str] = ()) -> str:
+def training_sweep_command(artifact: str, scale: str, overrides: Sequence[str] = (), where: Mapping | None = None) -> str:
     """The sweep that makes an artifact's training runs, with the user's overrides that the evaluating sweep ran
-    with (e.g. ``task=offline_docs``: without them, other training runs)."""
-    return " ".join(["xlstm-suite sweep", artifact, "--scale", scale, *(shlex.quote(value) for value in overrides)])
+    with (e.g. ``task=offline_docs``: without them, other training runs) and, as ``--where`` pairs, the evaluating
+    artifact's ``evaluates.where``: only the runs it evaluates (a value list: each value, the pairs of a key OR)."""
+    pairs = [f"{key}={override_value(value)}" for key, values in (where or {}).items()
+             for value in (values if isinstance(values, list) else [values])]
+    return " ".join(["xlstm-suite sweep", artifact, "--scale", scale, *(shlex.quote(value) for value in overrides),
+                     *(f"--where {shlex.quote(pair)}" for pair in pairs)])
 
 
 def evaluated_checkpoints(training_dir: Path, checkpoint: str) -> list[Path]:
@@ -41,17 +46,17 @@ def evaluated_checkpoints(training_dir: Path, checkpoint: str) -> list[Path]:
 
 
 def training_run_problem(evaluate: Mapping, root: Path) -> str | None:
-    """Why the training run is not ready to be evaluated (naming it and the command that makes it); None if ready,
-    or if the evaluation takes its model's initial weights (checkpoint ``initial``: it needs the run's config only)."""
+    """Why the training run is not ready to be evaluated, naming it (the sweep names the command that makes it:
+    print_waiting); None if ready, or if the evaluation takes its model's initial weights (checkpoint ``initial``: it
+    needs the run's config only)."""
     if evaluate["checkpoint"] == INITIAL:
         return None
     training_dir = training_directory(evaluate, root)
     if finished_result(training_dir) is None:
-        return (f"{named(evaluate)} is not finished: {training_dir} holds no result.json; run `"
-                f"{training_sweep_command(evaluate['artifact'], evaluate['scale'])}` first")
+        return f"{named(evaluate)} is not finished: {training_dir} holds no result.json"
     found = evaluated_checkpoints(training_dir, evaluate["checkpoint"])
     if len(found) != 1:
         return (f"{named(evaluate)} has no single {evaluate['checkpoint']} checkpoint in {training_dir / CHECKPOINTS} "
                 f"(found {[path.name for path in found]}); it was trained with trainer.checkpoint=false, or its "
-                f"checkpoints were removed: remove {training_dir} and run `{training_sweep_command(evaluate['artifact'], evaluate['scale'])}`")
+                f"checkpoints were removed: remove {training_dir} and sweep {evaluate['artifact']} again")
     return None
