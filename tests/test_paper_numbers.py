@@ -4,8 +4,9 @@ the numbers the paper prints in its text."""
 import pandas as pd
 import pytest
 
-from experiments.reports.paper_numbers import paper_numbers_of, with_paper_numbers
+from experiments.reports.paper_numbers import PAPER_ROW, paper_numbers_of, printed_row_names, with_paper_numbers
 from experiments.reports.paper_tables import paper_table
+from experiments.reports.rankings import cell_names
 
 TABLE_1 = {"table": "spaj15b_model_results", "column": "ppl_slimpajama_15b", "where": {"optim.lr": 1.0e-3},
            "values": [{"cell": {"model": "rwkv6", "optim.lr": 4.0e-4}, "value": 16.38, "source": "Appendix B.2"}]}
@@ -45,6 +46,18 @@ def test_variants_of_one_model_get_the_row_their_rows_entry_names():
     values = with_paper_numbers(cells, {"numbers": MATRIX_MEMORY}, ["model", "block", "conv"])
     assert values[:3].tolist() == [13.43, 13.90, 15.41]
     assert pd.isna(values[3])  # the table has no Llama row
+
+
+def test_variants_of_one_model_go_by_their_printed_rows_name_on_pages_and_figures():
+    cells = pd.DataFrame({"model": ["xlstm_1_0"] * 3 + ["llama"], "block": ["pre", "post", "pre", "pre"],
+                          "conv": [4, 0, 0, 4]})
+    keys = ["model", "block", "conv"]
+    names = printed_row_names(cells, {"numbers": MATRIX_MEMORY}, keys)
+    assert names.tolist() == ["48, 409.3", "Post Up-Projection Block (ReLU2)", "Pre Up-Projection Block, No Convolution", ""]
+    assert cell_names(cells.assign(**{PAPER_ROW: names}), keys) == [
+        "xLSTM[1:0] 48, 409.3", "xLSTM[1:0] Post Up-Projection Block (ReLU2)",
+        "xLSTM[1:0] Pre Up-Projection Block, No Convolution", "Llama block=pre conv=4"]  # no row: by its keys
+    assert printed_row_names(cells, {"numbers": TABLE_1}, keys) is None  # no variants: no such column
 
 
 @pytest.mark.parametrize("numbers, message", [

@@ -34,6 +34,7 @@ from experiments.reports.paper_tables import available_paper_tables, paper_table
 
 NUMBERS_KEYS = ("table", "column", "where", "values", "printed_as", "ranking", "rows")
 SIZE_KEY = "model.size"  # the cell key of a paper table's ``size`` column (a size preset, e.g. 350m)
+PAPER_ROW = "paper row"  # a cell table's column of the printed rows' names (``rows``: one model's variants)
 
 
 @dataclass(frozen=True)
@@ -163,11 +164,30 @@ def cell_numbers(table: pd.DataFrame, numbers: PaperNumbers, cells: list[str]) -
         for key_value, column in numbers.columns().items():
             matches = cells_matching(table, numbers.where | dict([key_value] if key_value else []))
             values = values.where(~matches, printed_rows(numbers, table[cells], column))
-            for item in numbers.rows:  # a cell takes the row only where it shares the row's model (and size)
-                row = printed_row(numbers.table, item["row"])
-                shared = {key: row[key] for key in cells if key in row.index and pd.notna(row[key])}
-                belongs = matches & cells_matching(table, item["cell"] | shared)
-                values[belongs] = pd.to_numeric(row[column], errors="coerce")
+            for item, row, belongs in row_cells(table, numbers, cells):
+                values[matches & belongs] = pd.to_numeric(row[column], errors="coerce")
     for item in numbers.values:
         values[cells_matching(table, item["cell"])] = float(item["value"])
     return values
+
+
+def row_cells(table: pd.DataFrame, numbers: PaperNumbers, cells: list[str]):
+    """Per item of ``rows``: the item, its printed row and which rows of ``table`` take it (those matching the
+    item's cell that share the row's model, and size)."""
+    for item in numbers.rows:
+        row = printed_row(numbers.table, item["row"])
+        shared = {key: row[key] for key in cells if key in row.index and pd.notna(row[key])}
+        yield item, row, cells_matching(table, item["cell"] | shared)
+
+
+def printed_row_names(table: pd.DataFrame, paper: dict, cells: list[str]) -> pd.Series | None:
+    """Where the table prints one model several times (``rows``): the name each cell's printed row goes by there,
+    its ``row`` values (e.g. "No Gates, +inf"), for pages and figures to name the variant by; blank for a cell that
+    takes no such row. None for an artifact without ``rows``."""
+    numbers = paper_numbers_of(paper)
+    if not numbers.rows:
+        return None
+    names = pd.Series("", index=table.index, dtype=object)
+    for item, _, belongs in row_cells(table, numbers, cells):
+        names[belongs & cells_matching(table, numbers.where)] = ", ".join(str(value) for value in item["row"].values())
+    return names

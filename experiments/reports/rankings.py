@@ -8,6 +8,7 @@ import pandas as pd
 from scipy import stats
 
 from experiments.display import value_name
+from experiments.reports.paper_numbers import PAPER_ROW
 
 
 @dataclass(frozen=True)
@@ -26,9 +27,13 @@ class Ordering:
 
 def cell_names(table: pd.DataFrame, cells: list[str]) -> list[str]:
     """Each row's name from the cell keys whose values differ between rows (the model first), e.g. "RWKV-6 lr=0.0004";
-    a key that is the same in every row names nothing, nor does a key in the rows whose cells lack it."""
+    a key that is the same in every row names nothing, nor does a key in the rows whose cells lack it. A row that
+    takes a printed row of the paper's (one model's variants, column PAPER_ROW) goes by its model and that row's
+    name, e.g. "xLSTM[1:0] Forget Gate"."""
     varying = [key for key in cells if table[key].nunique() > 1] or cells[:1]
-    return [" ".join(value_name(key, row[key]) for key in varying if pd.notna(row[key])) for _, row in table.iterrows()]
+    printed = table[PAPER_ROW] if PAPER_ROW in table else pd.Series("", index=table.index)
+    return [f"{value_name('model', row['model'])} {printed[index]}" if printed[index] and "model" in cells else
+            " ".join(value_name(key, row[key]) for key in varying if pd.notna(row[key])) for index, row in table.iterrows()]
 
 
 def ordering(table: pd.DataFrame, names: list[str], mode: str) -> Ordering | None:

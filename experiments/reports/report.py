@@ -23,7 +23,7 @@ from experiments.reports.findings import findings_of
 from experiments.reports.kinds import report_figure
 from experiments.reports.paper_columns import (paired_names, paper_columns_problems, unrecorded_metrics,
                                               with_paper_columns)
-from experiments.reports.paper_numbers import paper_numbers_of, with_paper_numbers
+from experiments.reports.paper_numbers import PAPER_ROW, paper_numbers_of, printed_row_names, with_paper_numbers
 from experiments.reports.parameter_counts import with_parameter_counts
 from experiments.reports.report_text import figure_title, markdown
 from experiments.reports.selection import merged_runs, select_cells
@@ -88,9 +88,12 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
     ]
     table["metric"] = metric
     table["paper"] = with_paper_numbers(table, artifact.paper, cells)
+    row_names = printed_row_names(table, artifact.paper, cells)
+    if row_names is not None:
+        table[PAPER_ROW] = row_names
     table = with_paper_columns(table, layout, paper_numbers_of(artifact.paper), cells)
     merged_choices = [f"chosen {column}" for column in choose_merged if f"chosen {column}" in table]
-    return table[[*cells, "metric", "ours", "std", "min", "max", "paper", "runs", "solved", "note", *merged_choices,
+    return table[[*cells, *([PAPER_ROW] if row_names is not None else []), "metric", "ours", "std", "min", "max", "paper", "runs", "solved", "note", *merged_choices,
                   *(cell_metric for cell_metric in cell_metrics if cell_metric in table), *paired_names(layout),
                   "values"]]
 

@@ -10,6 +10,7 @@ from experiments.config.titles import config_values, summary, title_of
 from experiments.display import SCALE_NOTES, model_name, task_name, value_name
 from experiments.reports.findings import Finding, check, reference_mean
 from experiments.reports.paper_columns import paired_names, paper_columns_of
+from experiments.reports.paper_numbers import PAPER_ROW
 from experiments.reports.power_laws import power_laws_markdown, scaling_lines
 from experiments.reports.rankings import cell_names, ordering, ordering_markdown
 from experiments.reports.wide_table import merged_choices_markdown, printed_ranking, rules_markdown, wide_markdown
@@ -39,6 +40,8 @@ def cell_keys_shown(artifact: Artifact, table: pd.DataFrame) -> pd.DataFrame:
         shown["model"] = shown["model"].map(model_name)
     if "task" in shown:
         shown["task"] = shown["task"].map(task_name)
+    if PAPER_ROW in table:
+        shown[PAPER_ROW] = table[PAPER_ROW]
     return shown
 
 
