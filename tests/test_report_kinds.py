@@ -141,6 +141,21 @@ def test_a_table_draws_its_cells_as_bars_beside_the_papers_in_the_papers_order()
     assert [bar.get_width() for bar in ours_axes.patches] == [280.0, 400.0, 300.0, 350.0]
     assert [bar.get_width() for bar in paper_axes.patches][:3] == [13.48, 14.2, 15.73]
     assert (paper_axes.get_title(), ours_axes.get_title()) == ("the paper", "ours")
+    assert paper_axes.get_xscale() == ours_axes.get_xscale() == "linear"
+    plt.close(figure)
+
+
+def test_a_table_panel_spanning_a_decade_draws_its_bars_on_a_log_axis():
+    """Table ablstudies: the vanilla LSTM's 2417.86 beside xLSTM[7:1]'s 13.48; ours span less than ten times."""
+    table = pd.DataFrame({"model": ["xlstm_7_1", "lstm_block", "lstm"], "ours": [220.0, 212.3, 808.4],
+                          "paper": [13.48, 26.01, 2417.86]})
+    figure = table_figure(TableReport(kind="table", cells=["model"], metric="val/perplexity"), table, "title")
+    paper_axes, ours_axes = figure.axes
+    assert (paper_axes.get_xscale(), ours_axes.get_xscale()) == ("log", "linear")
+    # each bar ends at its value, from a decade below the smallest (a log axis has no 0)
+    assert [(bar.get_x(), bar.get_x() + bar.get_width()) for bar in paper_axes.patches] == [
+        (10.0, 13.48), (10.0, 26.01), (10.0, 2417.86)]
+    assert [(bar.get_x(), bar.get_width()) for bar in ours_axes.patches] == [(0.0, 220.0), (0.0, 212.3), (0.0, 808.4)]
     plt.close(figure)
 
 

@@ -131,13 +131,14 @@ def power_law_panel(lines: list[ScalingLine], *, line_names: dict, title: str, x
 
 def readable_log_axis(axis: Axis, low: float, high: float, name: Callable[[float], str]) -> None:
     """Plain tick labels on a logarithmic axis from ``low`` to ``high`` (no 10^x): within a decade, about six evenly
-    spaced ticks (a log axis over 200-240 has no decade tick to label); over more, each decade and its 2 and 5."""
+    spaced ticks (a log axis over 200-240 has no decade tick to label); over up to two decades, each decade and its
+    2 and 5; over more, each decade (the 2s and 5s of three decades crowd a panel's labels)."""
     if high / low < 10:
         axis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
         axis.set_minor_locator(NullLocator())
         axis.set_major_formatter(FuncFormatter(lambda value, _: name(value) if value > 0 else ""))
         return
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if high / low <= 100 else (1.0,)))
     axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10))))
     axis.set_major_formatter(FuncFormatter(lambda value, _: name(value) if value > 0 else ""))
     axis.set_minor_formatter(FuncFormatter(lambda value, _: ""))
@@ -167,13 +168,16 @@ def point_panels(data: pd.DataFrame, *, x: str, panel: str | None, x_names: dict
 
 
 BAR_LABEL_WIDTH = 48  # characters of a bar's label per line
+LOG_BARS_FROM = 10.0  # a panel whose largest value is this many times its smallest draws its bars on a log axis
 
 
 def bar_panels(data: pd.DataFrame, *, names: list[str], columns: dict[str, str], title: str,
                x_label: str) -> plt.Figure:
     """Horizontal bars, a row per cell of ``data`` (named by ``names``, top to bottom in data's order) and a panel
     per entry of ``columns`` (panel title -> the column it draws), each panel on its own scale, the value written at
-    each bar: the paper's numbers beside ours, in the same row order, so that the orders can be compared by eye."""
+    each bar: the paper's numbers beside ours, in the same row order, so that the orders can be compared by eye. A
+    panel whose positive values span LOG_BARS_FROM or more (a vanilla LSTM at 2418 beside xLSTM at 13.5) is drawn on a
+    log axis, bars from a decade below its smallest value, so that the small values' differences show."""
     names = [textwrap.fill(name, BAR_LABEL_WIDTH) for name in names]  # a cell named by many keys takes lines
     row_height = 0.32 * max(1.0, 0.6 * max((name.count("\n") + 1 for name in names), default=1))  # rows are evenly spaced
     figure, axes = plt.subplots(1, len(columns), squeeze=False, sharey=True,
@@ -182,13 +186,22 @@ def bar_panels(data: pd.DataFrame, *, names: list[str], columns: dict[str, str],
     for column, (panel_title, values) in enumerate(columns.items()):
         ax = axes[0, column]
         shown = data[values].to_numpy(dtype=float)
-        ax.barh(positions, shown, color="#1f4e79" if column else "#999999")
+        drawn = [value for value in shown if value == value] or [1.0]  # not NaN
+        low, high = min(drawn), max(drawn)
+        logarithmic = low > 0 and high / low >= LOG_BARS_FROM
+        start = 10 ** np.floor(np.log10(low)) if logarithmic else 0.0
+        ax.barh(positions, shown - start, left=start, color="#1f4e79" if column else "#999999")
         for position, value in zip(positions, shown):
-            if value == value:  # not NaN
+            if value == value:
                 ax.text(value, position, f" {value:.4g}", va="center", fontsize=7)
         ax.set_title(panel_title, fontsize=9)
-        ax.set_xlabel(x_label)
-        ax.set_xlim(0, 1.25 * max([value for value in shown if value == value] or [1.0]))
+        ax.set_xlabel(x_label + (" (log scale)" if logarithmic else ""))
+        if logarithmic:
+            ax.set_xscale("log")
+            ax.set_xlim(start, high * 3)
+            readable_log_axis(ax.xaxis, start, high * 3, lambda value: f"{value:g}")
+        else:
+            ax.set_xlim(0, 1.25 * high)
         ax.grid(axis="x", alpha=0.3)
     axes[0, 0].set_yticks(positions, names)
     axes[0, 0].invert_yaxis()
