@@ -164,7 +164,7 @@ def cell_numbers(table: pd.DataFrame, numbers: PaperNumbers, cells: list[str]) -
         for key_value, column in numbers.columns().items():
             matches = cells_matching(table, numbers.where | dict([key_value] if key_value else []))
             values = values.where(~matches, printed_rows(numbers, table[cells], column))
-            for item, row, belongs in row_cells(table, numbers, cells):
+            for _, row, belongs in row_cells(table, numbers, cells):
                 values[matches & belongs] = pd.to_numeric(row[column], errors="coerce")
     for item in numbers.values:
         values[cells_matching(table, item["cell"])] = float(item["value"])

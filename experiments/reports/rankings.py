@@ -32,8 +32,9 @@ def cell_names(table: pd.DataFrame, cells: list[str]) -> list[str]:
     name, e.g. "xLSTM[1:0] Forget Gate"."""
     varying = [key for key in cells if table[key].nunique() > 1] or cells[:1]
     printed = table[PAPER_ROW] if PAPER_ROW in table else pd.Series("", index=table.index)
-    return [f"{value_name('model', row['model'])} {printed[index]}" if printed[index] and "model" in cells else
-            " ".join(value_name(key, row[key]) for key in varying if pd.notna(row[key])) for index, row in table.iterrows()]
+    return [f"{value_name('model', row['model'])} {printed[index]}" if printed[index] and "model" in cells
+            else " ".join(value_name(key, row[key]) for key in varying if pd.notna(row[key]))
+            for index, row in table.iterrows()]
 
 
 def ordering(table: pd.DataFrame, names: list[str], mode: str) -> Ordering | None:

@@ -93,7 +93,8 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
         table[PAPER_ROW] = row_names
     table = with_paper_columns(table, layout, paper_numbers_of(artifact.paper), cells)
     merged_choices = [f"chosen {column}" for column in choose_merged if f"chosen {column}" in table]
-    return table[[*cells, *([PAPER_ROW] if row_names is not None else []), "metric", "ours", "std", "min", "max", "paper", "runs", "solved", "note", *merged_choices,
+    return table[[*cells, *([PAPER_ROW] if row_names is not None else []), "metric", "ours", "std", "min", "max",
+                  "paper", "runs", "solved", "note", *merged_choices,
                   *(cell_metric for cell_metric in cell_metrics if cell_metric in table), *paired_names(layout),
                   "values"]]
 
