@@ -239,6 +239,32 @@ def test_only_stale_claims_are_taken_over(tmp_path, hostname, pid, age_seconds, 
         assert list(tmp_path.iterdir()) == []  # no drafts, moved claims or takeover markers left
 
 
+OWN_TICKS = process_start_ticks(os.getpid())
+
+
+@pytest.mark.parametrize(
+    "kind, hostname, pid, ticks, stale_after_seconds, removed",
+    [
+        ("draft", socket.gethostname(), dead_pid(), OWN_TICKS, 60, True),  # its writer was killed while writing
+        ("stale", socket.gethostname(), dead_pid(), OWN_TICKS, 60, True),  # ... while taking over a stale claim
+        ("draft", socket.gethostname(), os.getpid(), OWN_TICKS + 1, 60, True),  # the pid now names another process
+        ("draft", socket.gethostname(), os.getpid(), OWN_TICKS, 60, False),  # its writer is alive
+        ("draft", socket.gethostname(), os.getpid(), "None", 60, False),  # alive, without /proc when it was written
+        ("draft", "elsewhere", 1, 5, 60, False),  # another host: young, its writer may be writing
+        ("draft", "elsewhere", 1, 5, 0, True),  # another host: older than the timeout
+        ("taken", socket.gethostname(), dead_pid(), OWN_TICKS, 60, False),  # not a private file of this scheme
+    ],
+)
+def test_claiming_removes_the_private_files_of_writers_that_are_gone(
+    tmp_path, kind, hostname, pid, ticks, stale_after_seconds, removed
+):
+    private = tmp_path / f".{CLAIM_FILE}.{kind}-{pid}-{ticks}-0123abcd-{hostname}"
+    private.write_text("")  # a draft is empty when its writer dies before writing
+    claim = claim_run(tmp_path, stale_after_seconds=stale_after_seconds)
+    assert claim is not None and private.exists() != removed
+    release(claim)
+
+
 def test_of_concurrent_takers_of_a_stale_claim_exactly_one_wins(tmp_path):
     takers = 4
     for round_number in range(25):

@@ -12,6 +12,9 @@
   name, checks the token of what it moved, deletes it and creates its own claim. The others give up,
   so no late taker can move the winner's fresh claim away. Tokens, not inodes (reused at once),
   identify claims.
+- Private files (drafts, moved stale claims) are named by their writer (pid, start time, hostname): a worker
+  killed between creating and removing one leaves it behind, and the next claim of the run removes it once its
+  writer is dead by the rule for claims.
 """
 
 import json
@@ -79,6 +82,7 @@ def try_claim(
     takes the claim. ``is_finished`` is asked before and after claiming (the previous holder may finish meanwhile)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / CLAIM_FILE
+    remove_orphaned_private_files(path, stale_after_seconds)
     if is_finished():
         return None
     claim = create_claim(path)
@@ -100,7 +104,7 @@ def create_claim(path: Path) -> Claim | None:
 
 def create_exclusively(path: Path, content: dict) -> bool:
     """Write ``content`` to ``path`` unless it exists: a private draft, hard-linked into place."""
-    draft = path.with_name(f".{path.name}.draft-{uuid.uuid4().hex}")
+    draft = private_file(path, "draft")
     try:
         draft.write_text(json.dumps(content))
         os.link(draft, path)
@@ -109,6 +113,36 @@ def create_exclusively(path: Path, content: dict) -> bool:
     finally:
         draft.unlink(missing_ok=True)  # also after a failed write (a full disk)
     return True
+
+
+def private_file(path: Path, kind: str) -> Path:
+    """A unique file beside ``path`` that this process alone writes, named by its writer:
+    ``.claim.json.<kind>-<pid>-<start ticks>-<unique hex>-<hostname>``."""
+    pid = os.getpid()
+    return path.with_name(f".{path.name}.{kind}-{pid}-{process_start_ticks(pid)}-{uuid.uuid4().hex}-{socket.gethostname()}")
+
+
+def remove_orphaned_private_files(path: Path, stale_after_seconds: float) -> None:
+    """Remove the private files of ``path`` whose writer is gone: dead or reused pid on this host, or, on any host,
+    older than the staleness timeout (no live writer keeps one longer than a file write or a rename). Age counts
+    from the last status change, which a rename sets: a moved claim keeps its old modification time."""
+    for private in path.parent.glob(f".{path.name}.*-*-*-*-*"):
+        writer = private_file_writer(private, path)
+        try:
+            age_seconds = time.time() - private.stat().st_ctime
+        except FileNotFoundError:  # its writer removed it meanwhile
+            continue
+        if writer is not None and ClaimState(writer, age_seconds).is_stale(stale_after_seconds):
+            private.unlink(missing_ok=True)
+
+
+def private_file_writer(private: Path, path: Path) -> dict | None:
+    """The writer a private file's name records, as a claim holder; None for another file (a takeover marker)."""
+    fields = private.name.removeprefix(f".{path.name}.").split("-", 4)
+    if len(fields) != 5 or fields[0] not in ("draft", "stale") or not fields[1].isdigit():
+        return None
+    _, pid, ticks, _, hostname = fields
+    return {"hostname": hostname, "pid": int(pid), "process_start_ticks": int(ticks) if ticks.isdigit() else None}
 
 
 def claim_holder(token: str) -> dict:
@@ -156,7 +190,7 @@ def take_over(path: Path, state: ClaimState, stale_after_seconds: float) -> bool
     if not create_exclusively(marker, claim_holder(uuid.uuid4().hex)):
         remove_abandoned_marker(marker, stale_after_seconds)
         return False
-    moved = path.with_name(f".{path.name}.stale-{uuid.uuid4().hex}")
+    moved = private_file(path, "stale")
     try:
         os.rename(path, moved)
     except FileNotFoundError:  # its holder released it after all
@@ -182,9 +216,9 @@ def remove_abandoned_marker(marker: Path, stale_after_seconds: float) -> None:
 def put_back(moved: Path, path: Path) -> None:
     try:
         os.link(moved, path)
-    except FileExistsError:
+    except (FileExistsError, FileNotFoundError):  # claimed anew, or removed as orphaned after a long stall
         pass
-    moved.unlink()
+    moved.unlink(missing_ok=True)
 
 
 def refresh(claim: Claim) -> bool:
