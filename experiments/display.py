@@ -50,10 +50,19 @@ def metric_scale(metric: str) -> MetricScale:
     return METRIC_SCALES[name]
 
 
+UNIT_SUFFIXES = {"mib": "MiB"}  # a metric name's last word that names its unit -> the unit
+
+
 def metric_label(metric: str) -> str:
-    """An axis label for a metric: its scale's label where it has one (scaled accuracy), else its last name part."""
+    """An axis label for a metric: its scale's label where it has one (scaled accuracy), else its last name part,
+    its unit in parentheses: "generation/memory_mib" -> "memory (MiB)"."""
     name = metric.rsplit("/", 1)[-1]
-    return METRIC_SCALES[name].label if name in METRIC_SCALES else name.replace("_", " ")
+    if name in METRIC_SCALES:
+        return METRIC_SCALES[name].label
+    words, _, unit = name.rpartition("_")
+    if words and unit in UNIT_SUFFIXES:
+        return f"{words.replace('_', ' ')} ({UNIT_SUFFIXES[unit]})"
+    return name.replace("_", " ")
 
 
 SPLIT_NAMES = {"val": "validation"}  # a metric's split as an axis names it

@@ -146,6 +146,25 @@ def test_the_growth_exponent_is_the_slope_over_the_upper_half_of_x(power):
     assert growth_exponent(x, pd.Series(np.maximum(3.0 * x**power, 3.0 * 1024**power))) == pytest.approx(power)
 
 
+def test_the_speed_figure_ticks_the_swept_lengths_and_names_each_panel_with_its_unit():
+    from experiments.config.report_layouts import SpeedReport
+    from experiments.reports.speed_figure import speed_figure
+
+    layout = SpeedReport(kind="speed", cells=["model", "length"], metric="extrapolation/perplexity",
+                         more_metrics=["extrapolation/memory_mib"], x="length")
+    lengths = [256, 512, 1024, 2048]
+    table = pd.DataFrame({"model": ["llama"] * 4 + ["xlstm_1_0"] * 4, "length": lengths * 2,
+                          "ours": [30.0, 32.0, 40.0, 90.0, 31.0, 31.5, 32.0, 33.0],
+                          "extrapolation/memory_mib": [10.0, 20.0, 40.0, 80.0] + [5.0] * 4})
+    figure = speed_figure(layout, table, "title")
+    perplexity, memory = figure.axes
+    for ax in (perplexity, memory):
+        figure.canvas.draw()
+        assert [tick.get_text() for tick in ax.get_xticklabels()] == [str(length) for length in lengths]
+    assert (perplexity.get_ylabel(), memory.get_ylabel()) == ("perplexity", "memory (MiB)")
+    assert [text.get_text() for text in memory.get_legend().get_texts()] == ["Llama (k=1.00)", "xLSTM[1:0] (k=0.00)"]
+
+
 @pytest.mark.slow
 def test_smoke_scale_generates_measures_and_reports_both_figures(tmp_path):
     """The smoke scale end to end (~2.5 min): no training run needed at the initial weights; reports with OOM."""

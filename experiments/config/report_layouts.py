@@ -11,7 +11,8 @@ are configuration, not code.
     points   the mean over runs with its confidence interval, one point per model (Nearest Neighbour Search)
     scaling  the metric against the parameter count, log-log, a fitted power law per model (Figures 6 and 7)
     speed    metrics against a length or a batch size, log-log, each line's growth exponent, out-of-memory points
-             marked (Figures inference_time_generation and inference_time_decoding_throughput)
+             marked (Figures inference_time_generation and inference_time_decoding_throughput; the perplexity and
+             peak memory against the context length of Figure spaj300B_seq_extrapolation)
     table    no figure: the page's table is the report (LRA, language modelling)
 """
 

@@ -1,6 +1,6 @@
-"""The ``speed`` report kind's figure (Figures inference_time_generation and inference_time_decoding_throughput):
-each metric in a panel against the swept length or batch size, log-log, one line per model with its growth exponent,
-the cells that ran out of memory marked OOM at their x.
+"""The ``speed`` report kind's figure (Figures inference_time_generation, inference_time_decoding_throughput and
+spaj300B_seq_extrapolation with its measured memory): each metric in a panel against the swept length or batch size,
+log-log, one line per model with its growth exponent, the cells that ran out of memory marked OOM at their x.
 
 The growth exponent k of a line (metric ~ x^k) is the least-squares slope in log-log space over the upper half of
 its x values (where the term that grows fastest dominates): a generation time with k near 1 grows linearly in the
@@ -12,9 +12,11 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib import pyplot as plt
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from experiments.config.report_layouts import SpeedReport
 from experiments.display import label, metric_label, value_name
+from experiments.reports.figures import readable_log_axis
 
 OUT_OF_MEMORY_MARK = "OOM"
 
@@ -51,7 +53,7 @@ def speed_figure(layout: SpeedReport, table: pd.DataFrame, title: str) -> plt.Fi
             name = value_name(layout.lines, value)
             if not points.empty:
                 k = growth_exponent(points[layout.x], points[metric])
-                shown = name if math.isnan(k) else f"{name} (k={k:.2f})"
+                shown = name if math.isnan(k) else f"{name} (k={round(k, 2) + 0.0:.2f})"  # + 0.0: no "-0.00"
                 ax.plot(points[layout.x], points[metric], marker="o", color=colours[value], label=shown)
             for index, x in enumerate(sorted(mine[marked[mine.index]][layout.x])):  # near the top, a row per line
                 ax.plot(x, 0.96 - 0.05 * line_index, marker="X", markersize=8, color=colours[value],
@@ -62,6 +64,10 @@ def speed_figure(layout: SpeedReport, table: pd.DataFrame, title: str) -> plt.Fi
                 ax.axhline(limit, color="grey", linestyle="--", linewidth=1, label=f"limit {limit:g}")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.xaxis.set_major_locator(FixedLocator(sorted(table[layout.x].dropna().unique())))  # ticks at the swept x
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        readable_log_axis(ax.yaxis, *ax.get_ylim(), lambda value: f"{value:g}")
         ax.set_xlabel(label(layout.x.rsplit(".", 1)[-1]))
         ax.set_ylabel(metric_label(metric))
         ax.grid(True, which="major", alpha=0.3)
