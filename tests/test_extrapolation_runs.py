@@ -12,6 +12,8 @@ import pytest
 import torch
 
 from experiments.config.artifacts import load_artifact, run_id_of
+from experiments.config.configuration import ConfigError
+from experiments.evaluation.extrapolation_run import validation_sequences
 from experiments.evaluation.peak_memory import peak_memory_bytes
 from experiments.sweeps.sweep import run_sweep
 from tests.evaluation_probe import load_error
@@ -48,12 +50,31 @@ def test_the_largest_models_are_evaluated_at_each_length_and_their_training_run_
 @pytest.mark.parametrize("settings, message", [
     ("{batch_size: 0}", "evaluates.settings.batch_size=0 must be >= 1"),
     ("{chunk: 0}", "evaluates.settings.chunk=0 must be >= 1"),
-    ("{sequences: 0}", "evaluates.settings.sequences=0 must be >= 1"),
+    ("{tokens: 0}", "evaluates.settings.tokens=0 must be >= 1"),
     ("{precision: fp16}", "evaluates.settings.precision='fp16' is not valid; valid choices: ['bf16-mixed', '32-true']"),
     ("{chunks: 8}", "unknown key evaluates.settings.chunks; did you mean evaluates.settings.chunk?"),
 ])
 def test_a_bad_setting_is_named_with_its_valid_values_when_the_artifact_loads(artifact_folder, settings, message):
     assert message in load_error(artifact_folder, "context_extrapolation", settings, "extrapolation/perplexity")
+
+
+def test_tokens_that_no_length_divides_are_named_when_the_runs_are_planned(artifact_folder):
+    (artifact_folder / "uneven.yaml").write_text(
+        "artifact: uneven\nevaluates: {artifact: temp_sclaw300B, where: {model.embedding_dim: 32}, "
+        "kind: context_extrapolation, settings: {tokens: 96}}\ngrid: {task.context_length: [16, 64]}\n"
+        "selection: {metric: extrapolation/perplexity, mode: min, choose: [], average: [seed]}\n"
+        "report: {kind: table, cells: [model], metric: extrapolation/perplexity}\n")
+    with pytest.raises(ConfigError, match=r"evaluates.settings.tokens=96 must be a multiple of "
+                                          r"task.context_length=64: every length scores the same tokens"):
+        load_artifact("uneven").runs("smoke")
+
+
+def test_every_length_scores_the_same_tokens():
+    runs = {run.config.task.context_length: run for run in load_artifact(ARTIFACT).runs("smoke")
+            if run.cell["model"] == "llama"}
+    targets = {length: validation_sequences(run.config, 64 // length)[1] for length, run in runs.items()}
+    assert {tuple(values.shape) for values in targets.values()} == {(4, 16), (2, 32), (1, 64)}
+    assert all(torch.equal(values.flatten(), targets[16].flatten()) for values in targets.values())
 
 
 def test_the_cpu_peak_is_the_most_tensor_bytes_alive_at_once():
@@ -80,7 +101,7 @@ def test_smoke_scale_writes_perplexity_and_memory_per_length_and_reports_them(tm
     for run in load_artifact(ARTIFACT).runs("smoke"):
         metrics = json.loads((root / "smoke" / ARTIFACT / run.run_id / "result.json").read_text())["metrics"]
         model, length = run.cell["model"], run.config.task.context_length
-        assert metrics["extrapolation/tokens"] == 4 * length and metrics["train/steps"] == 0
+        assert metrics["extrapolation/tokens"] == 64 and metrics["train/steps"] == 0  # the same 64 at each length
         assert metrics["extrapolation/chunked"] == (model != "llama")
         memory[model, length], perplexity[model, length] = metrics["extrapolation/memory_mib"], metrics[
             "extrapolation/perplexity"]

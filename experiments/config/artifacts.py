@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from experiments.config.cell_composer import CellComposer
 from experiments.config.configuration import CONFIGS, ConfigError, compose_run_config, config_yaml, load_yaml
-from experiments.config.evaluation_kinds import EVALUATION_KINDS, resolved_settings, settings_problems
+from experiments.config.evaluation_kinds import EVALUATION_KINDS, resolved_settings, settings_problems, task_problems
 from experiments.config.report_layouts import report_layout
 from experiments.config.run_schema import CHECKPOINTS, INITIAL
 from experiments.config.validation import validate_run_config
@@ -227,6 +227,10 @@ class Artifact:
                     with open_dict(run.config):
                         run.config.evaluate = section
                     validate_run_config(run.config)
+                    if kind:
+                        problems = task_problems(section, OmegaConf.to_container(run.config.task, resolve=True))
+                        if problems:
+                            raise ConfigError(f"{self.name} ({scale}): " + "; ".join(problems))
                     run.run_id = run_id_of(run.config)
                 planned.append(run)
         check_distinct(planned, extra_overrides)

@@ -95,19 +95,31 @@ class ContextExtrapolationSettings:
     context length scored on validation sequences of a longer one ("Models are trained with context length 2048
     and then tested for context lengths up to 16384"), the run's own ``task.context_length`` (an evaluating
     artifact's grid sets it, one run per length).
-    The first ``sequences`` validation sequences of that length of the training run's corpus, ``batch_size`` per
-    pass: their token perplexity and the peak memory of scoring them. Models whose state does not grow with the
-    tokens seen (recurrent: xLSTM, Mamba, RWKV) run chunk by chunk of ``chunk`` tokens with the state carried, so
-    their memory stays flat in the length; a Transformer runs the whole sequence in one pass (the paper's Llama, no
-    position interpolation), its memory growing with it. ``precision`` as PalomaSettings'."""
+    The first ``tokens`` validation tokens of the training run's corpus, the same at every length, cut into
+    ``tokens / length`` sequences of that length, ``batch_size`` per pass: their token perplexity (so that the
+    lengths differ in the context each token is scored with, not in the text) and the peak memory of scoring them.
+    Models whose state does not grow with the tokens seen (recurrent: xLSTM, Mamba, RWKV) run chunk by chunk of
+    ``chunk`` tokens with the state carried, so their memory stays flat in the length; a Transformer runs the whole
+    sequence in one pass (the paper's Llama, no position interpolation), its memory growing with it. ``precision``
+    as PalomaSettings'."""
 
     chunk: int = field(default=2048, metadata=AT_LEAST_ONE)
-    sequences: int = field(default=16, metadata=AT_LEAST_ONE)
+    tokens: int = field(default=16 * 16384, metadata=AT_LEAST_ONE)
     batch_size: int = field(default=1, metadata=AT_LEAST_ONE)
     precision: Literal["bf16-mixed", "32-true"] = "bf16-mixed"
 
+    def sequences(self, context_length: int) -> int:
+        return self.tokens // context_length
+
+    def task_problems(self, task: dict) -> list[str]:
+        if self.tokens % task["context_length"]:
+            return [f"evaluates.settings.tokens={self.tokens} must be a multiple of task.context_length="
+                    f"{task['context_length']}: every length scores the same tokens, in tokens / context_length "
+                    "sequences"]
+        return []
+
     def evaluated_tokens(self, task: dict) -> int:
-        return self.sequences * task["context_length"]
+        return self.tokens
 
 
 GENERATION_PRECISIONS = ("32-true", "bf16-true")  # the weights and the state in float32 or in bfloat16
@@ -189,6 +201,12 @@ def resolved_settings(kind: str, settings: dict | None) -> dict:
     if problems:
         raise ValueError("\n".join(problems))
     return dataclasses.asdict(EVALUATION_KINDS[kind].settings(**(settings or {})))
+
+
+def task_problems(evaluate: dict, task: dict) -> list[str]:
+    """Why a kind's settings do not fit one run's task (e.g. its context length); [] for kinds that check none."""
+    settings = EVALUATION_KINDS[evaluate["kind"]].settings(**(evaluate.get("settings") or {}))
+    return settings.task_problems(task) if hasattr(settings, "task_problems") else []
 
 
 def evaluated_tokens(evaluate: dict, task: dict) -> int | None:

@@ -3,9 +3,10 @@ sequences longer than those it was trained on (Figure spaj300B_seq_extrapolation
 at 16k).
 
 At the run's context length L (its ``task.context_length``, set by the evaluating artifact's grid) and the settings
-of ``evaluate.settings`` (experiments.config.evaluation_kinds.ContextExtrapolationSettings): the first
-``sequences`` validation sequences of L tokens of the training run's corpus (the task's own validation sequences at
-context length L), scored ``batch_size`` at a time, every position's next token. A model whose state does not grow
+of ``evaluate.settings`` (experiments.config.evaluation_kinds.ContextExtrapolationSettings): the first ``tokens``
+validation tokens of the training run's corpus as ``tokens / L`` sequences of L tokens (the task's own validation
+sequences at context length L: consecutive windows, so every length scores the same tokens), scored ``batch_size``
+at a time, every position's next token. A model whose state does not grow
 with the tokens seen runs chunk by chunk with its state carried (models.chunked_forward), any other (a Transformer)
 the whole sequence at once. Its metrics, result.json's: ``extrapolation/perplexity``, ``extrapolation/memory_mib``
 (the peak memory of scoring the batch that needed most: the experiments.evaluation.peak_memory measure),
@@ -40,7 +41,7 @@ def run_context_extrapolation(config: DictConfig, run_dir: Path) -> dict[str, fl
     checkpoint, trained = training_checkpoint(config, run_dir)
     settings = ContextExtrapolationSettings(**OmegaConf.to_container(config.evaluate.settings))
     started = time.perf_counter()
-    inputs, targets = validation_sequences(config, settings.sequences)  # the data before the model is built
+    inputs, targets = validation_sequences(config, settings.sequences(config.task.context_length))  # before the model
     model, device = trained_language_model(config, checkpoint)
     chunk = None if state_grows(model) else settings.chunk
     total, peak = 0.0, 0
