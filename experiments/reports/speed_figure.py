@@ -44,7 +44,7 @@ def speed_figure(layout: SpeedReport, table: pd.DataFrame, title: str) -> plt.Fi
     oom = out_of_memory_cells(layout, table)
     line_values = list(dict.fromkeys(table[layout.lines]))
     colours = dict(zip(line_values, sns.color_palette("tab10", n_colors=len(line_values))))
-    figure, axes = plt.subplots(1, len(metrics), squeeze=False, figsize=(1.5 + 3.6 * len(metrics), 3.4))
+    figure, axes = plt.subplots(1, len(metrics), squeeze=False, figsize=(1.5 + 3.6 * len(metrics), 4.4))
     for ax, metric in zip(axes[0], metrics):
         marked = oom if metric == layout.metric else pd.Series(False, index=table.index)
         for line_index, value in enumerate(line_values):
@@ -71,7 +71,7 @@ def speed_figure(layout: SpeedReport, table: pd.DataFrame, title: str) -> plt.Fi
         ax.set_xlabel(label(layout.x.rsplit(".", 1)[-1]))
         ax.set_ylabel(metric_label(metric))
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)  # below: no line hidden
     figure.suptitle(title, fontsize=10)
     figure.tight_layout()
     return figure
