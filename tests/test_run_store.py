@@ -253,12 +253,16 @@ OWN_TICKS = process_start_ticks(os.getpid())
         ("draft", "elsewhere", 1, 5, 60, False),  # another host: young, its writer may be writing
         ("draft", "elsewhere", 1, 5, 0, True),  # another host: older than the timeout
         ("taken", socket.gethostname(), dead_pid(), OWN_TICKS, 60, False),  # not a private file of this scheme
+        # the draft of a takeover marker (``.claim.json.taken-<token>``), its writer killed
+        ("draft-of-marker", socket.gethostname(), dead_pid(), OWN_TICKS, 60, True),
     ],
 )
 def test_claiming_removes_the_private_files_of_writers_that_are_gone(
     tmp_path, kind, hostname, pid, ticks, stale_after_seconds, removed
 ):
-    private = tmp_path / f".{CLAIM_FILE}.{kind}-{pid}-{ticks}-0123abcd-{hostname}"
+    writer = f"{pid}-{ticks}-{'0123abcd' * 4}-{hostname}"
+    name = f"..{CLAIM_FILE}.taken-old.draft-{writer}" if kind == "draft-of-marker" else f".{CLAIM_FILE}.{kind}-{writer}"
+    private = tmp_path / name
     private.write_text("")  # a draft is empty when its writer dies before writing
     claim = claim_run(tmp_path, stale_after_seconds=stale_after_seconds)
     assert claim is not None and private.exists() != removed

@@ -19,6 +19,7 @@
 
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -119,15 +120,17 @@ def private_file(path: Path, kind: str) -> Path:
     """A unique file beside ``path`` that this process alone writes, named by its writer:
     ``.claim.json.<kind>-<pid>-<start ticks>-<unique hex>-<hostname>``."""
     pid = os.getpid()
-    return path.with_name(f".{path.name}.{kind}-{pid}-{process_start_ticks(pid)}-{uuid.uuid4().hex}-{socket.gethostname()}")
+    writer = f"{pid}-{process_start_ticks(pid)}-{uuid.uuid4().hex}-{socket.gethostname()}"
+    return path.with_name(f".{path.name}.{kind}-{writer}")
 
 
 def remove_orphaned_private_files(path: Path, stale_after_seconds: float) -> None:
-    """Remove the private files of ``path`` whose writer is gone: dead or reused pid on this host, or, on any host,
-    older than the staleness timeout (no live writer keeps one longer than a file write or a rename). Age counts
-    from the last status change, which a rename sets: a moved claim keeps its old modification time."""
-    for private in path.parent.glob(f".{path.name}.*-*-*-*-*"):
-        writer = private_file_writer(private, path)
+    """Remove the private files of ``path`` and of its takeover markers whose writer is gone: dead or reused pid on
+    this host, or, on any host, older than the staleness timeout (no live writer keeps one longer than a file write
+    or a rename). Age counts from the last status change, which a rename sets: a moved claim keeps its old
+    modification time."""
+    for private in path.parent.glob(f"*.{path.name}*"):
+        writer = private_file_writer(private)
         try:
             age_seconds = time.time() - private.stat().st_ctime
         except FileNotFoundError:  # its writer removed it meanwhile
@@ -136,13 +139,17 @@ def remove_orphaned_private_files(path: Path, stale_after_seconds: float) -> Non
             private.unlink(missing_ok=True)
 
 
-def private_file_writer(private: Path, path: Path) -> dict | None:
-    """The writer a private file's name records, as a claim holder; None for another file (a takeover marker)."""
-    fields = private.name.removeprefix(f".{path.name}.").split("-", 4)
-    if len(fields) != 5 or fields[0] not in ("draft", "stale") or not fields[1].isdigit():
+PRIVATE_FILE_NAME = re.compile(r"\.(?:draft|stale)-(?P<pid>\d+)-(?P<ticks>\d+|None)-[0-9a-f]{32}-(?P<hostname>.+)$")
+
+
+def private_file_writer(private: Path) -> dict | None:
+    """The writer a private file's name records, as a claim holder; None for another file (a claim, a marker)."""
+    match = PRIVATE_FILE_NAME.search(private.name)
+    if match is None:
         return None
-    _, pid, ticks, _, hostname = fields
-    return {"hostname": hostname, "pid": int(pid), "process_start_ticks": int(ticks) if ticks.isdigit() else None}
+    ticks = match["ticks"]
+    return {"hostname": match["hostname"], "pid": int(match["pid"]),
+            "process_start_ticks": int(ticks) if ticks.isdigit() else None}
 
 
 def claim_holder(token: str) -> dict:
