@@ -158,8 +158,8 @@ def test_the_speed_figure_ticks_the_swept_lengths_and_names_each_panel_with_its_
                           "extrapolation/memory_mib": [10.0, 20.0, 40.0, 80.0] + [5.0] * 4})
     figure = speed_figure(layout, table, "title")
     perplexity, memory = figure.axes
+    figure.canvas.draw()
     for ax in (perplexity, memory):
-        figure.canvas.draw()
         assert [tick.get_text() for tick in ax.get_xticklabels()] == [str(length) for length in lengths]
     assert (perplexity.get_ylabel(), memory.get_ylabel()) == ("perplexity", "memory (MiB)")
     assert [text.get_text() for text in memory.get_legend().get_texts()] == ["Llama (k=1.00)", "xLSTM[1:0] (k=0.00)"]

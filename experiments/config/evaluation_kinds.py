@@ -203,15 +203,20 @@ def resolved_settings(kind: str, settings: dict | None) -> dict:
     return dataclasses.asdict(EVALUATION_KINDS[kind].settings(**(settings or {})))
 
 
+def section_settings(evaluate: dict):
+    """The settings object of an ``evaluate`` section's kind."""
+    return EVALUATION_KINDS[evaluate["kind"]].settings(**(evaluate.get("settings") or {}))
+
+
 def task_problems(evaluate: dict, task: dict) -> list[str]:
     """Why a kind's settings do not fit one run's task (e.g. its context length); [] for kinds that check none."""
-    settings = EVALUATION_KINDS[evaluate["kind"]].settings(**(evaluate.get("settings") or {}))
+    settings = section_settings(evaluate)
     return settings.task_problems(task) if hasattr(settings, "task_problems") else []
 
 
 def evaluated_tokens(evaluate: dict, task: dict) -> int | None:
     """The tokens an evaluation run of a kind runs through the model (None: not known before its data is read)."""
-    return EVALUATION_KINDS[evaluate["kind"]].settings(**(evaluate.get("settings") or {})).evaluated_tokens(task)
+    return section_settings(evaluate).evaluated_tokens(task)
 
 
 def kind_run_function(evaluate: dict | None) -> str | None:

@@ -6,12 +6,11 @@ At the run's context length L (its ``task.context_length``, set by the evaluatin
 of ``evaluate.settings`` (experiments.config.evaluation_kinds.ContextExtrapolationSettings): the first ``tokens``
 validation tokens of the training run's corpus as ``tokens / L`` sequences of L tokens (the task's own validation
 sequences at context length L: consecutive windows, so every length scores the same tokens), scored ``batch_size``
-at a time, every position's next token. A model whose state does not grow
-with the tokens seen runs chunk by chunk with its state carried (models.chunked_forward), any other (a Transformer)
-the whole sequence at once. Its metrics, result.json's: ``extrapolation/perplexity``, ``extrapolation/memory_mib``
-(the peak memory of scoring the batch that needed most: the experiments.evaluation.peak_memory measure),
-``extrapolation/tokens``, ``extrapolation/chunked`` (1 chunked, 0 one pass), the training run's metrics prefixed
-``trained/``, ``train/steps`` 0 and ``eval/seconds``.
+at a time, every position's next token. A model whose state does not grow with the tokens seen runs chunk by chunk
+with its state carried (models.chunked_forward), any other (a Transformer) the whole sequence at once. Its metrics,
+result.json's: ``extrapolation/perplexity``, ``extrapolation/memory_mib`` (the peak memory of scoring the batch that
+needed most: the experiments.evaluation.peak_memory measure), ``extrapolation/tokens``, ``extrapolation/chunked`` (1
+chunked, 0 one pass), the training run's metrics prefixed ``trained/``, ``train/steps`` 0 and ``eval/seconds``.
 """
 
 import math

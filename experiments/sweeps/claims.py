@@ -131,11 +131,13 @@ def remove_orphaned_private_files(path: Path, stale_after_seconds: float) -> Non
     modification time."""
     for private in path.parent.glob(f"*.{path.name}*"):
         writer = private_file_writer(private)
+        if writer is None:
+            continue
         try:
             age_seconds = time.time() - private.stat().st_ctime
         except FileNotFoundError:  # its writer removed it meanwhile
             continue
-        if writer is not None and ClaimState(writer, age_seconds).is_stale(stale_after_seconds):
+        if ClaimState(writer, age_seconds).is_stale(stale_after_seconds):
             private.unlink(missing_ok=True)
 
 
