@@ -9,7 +9,7 @@ JOBS ?= 2
 LAUNCHER ?= local
 BENCH_FLAGS ?=   # e.g. --quick: short sequences, few repeats (a smoke run of the benchmarks)
 
-.PHONY: reproduce params test test-slow bench parity corpus clean
+.PHONY: reproduce params test test-slow test-gpu bench parity corpus clean
 
 $(INSTALLED): pyproject.toml
 	python3 -m venv $(VENV)
@@ -34,6 +34,10 @@ test: $(INSTALLED)
 
 test-slow: $(INSTALLED)
 	$(PYTHON) -m pytest -q -m slow
+
+# The GPU suite (kernels against their torch references on CUDA, every model's training steps): needs a CUDA device.
+test-gpu: $(INSTALLED)
+	$(PYTHON) -m pytest -q -m gpu
 
 bench: $(INSTALLED)
 	$(PYTHON) -m benchmarks.run $(BENCH_FLAGS)

@@ -14,6 +14,20 @@ os.environ["XLSTM_SUITE_COMPOSE_CACHE"] = "off"
 os.environ["XLSTM_SUITE_DATA_CACHE"] = "off"
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` skip, with the reason, where torch sees no CUDA device."""
+    gpu_tests = [item for item in items if "gpu" in item.keywords]
+    if not gpu_tests:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device (torch.cuda.is_available() is False)")
+    for item in gpu_tests:
+        item.add_marker(skip)
+
+
 @pytest.fixture
 def artifact_folder(tmp_path, monkeypatch):
     """A folder of the test's own artifacts, found by the sweep runner besides the fixture artifacts."""
