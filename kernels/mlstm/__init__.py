@@ -8,6 +8,7 @@ C = n = 0 and m = -inf.
 """
 
 from kernels.mlstm import mlstm_kernels_backend  # noqa: F401  (registers the optional backend)
+from kernels.mlstm.triton import adapter as triton_adapter  # noqa: F401  (registers our Triton backend)
 from kernels.mlstm.chunkwise import chunkwise
 from kernels.mlstm.gates import MLSTMState
 from kernels.mlstm.parallel import parallel
