@@ -63,3 +63,11 @@ def small_artifact(models: Sequence[str], tasks: Sequence[str] = ("parity",), se
     artifact = load_artifact("sweep-fixture")
     grid = {"model": list(models), "task": list(tasks), "optim.lr": [1.0e-3], "seed": list(seeds)}
     return dataclasses.replace(artifact, scales={"smoke": artifact.scales["smoke"] | {"grid": grid}})
+
+
+NON_FINITE_RUN = "tests.sweep_fakes.non_finite_run"
+
+
+def non_finite_run(config: DictConfig, run_dir: Path) -> dict[str, float]:
+    """A run function whose validation metric is NaN although its run did not diverge (a bug, not a result)."""
+    return {"val/scaled_accuracy": float("nan"), "test/scaled_accuracy": 0.25}

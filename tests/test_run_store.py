@@ -344,7 +344,7 @@ def test_list_counts_runs_per_artifact_and_scale(tmp_path):
     release(claim)
     header, row = [line.split() for line in console.file.getvalue().splitlines() if "artifact" in line or "smoke" in line]
     assert dict(zip(header, row)) == {
-        "artifact": "sweep-fixture", "scale": "smoke", "runs": "6", "done": "3", "failed": "1", "running": "1",
+        "artifact": "sweep-fixture", "scale": "smoke", "runs": "6", "done": "3", "diverged": "0", "failed": "1", "running": "1",
         "damaged": "0", "missing": "3", "n/a": "0", "other": "0",
     }  # fmt: skip
 
@@ -359,11 +359,12 @@ def test_list_fits_an_80_column_terminal_and_folds_a_long_artifact_name(tmp_path
     console.print(list_artifacts(tmp_path / "runs", ["sweep-fixture", long_name], ["smoke", "mini"]))
     lines = console.file.getvalue().splitlines()
     assert max(map(len, lines)) <= 80
-    counts = {"runs": "6", "done": "0", "failed": "0", "running": "0", "damaged": "0", "missing": "6", "n/a": "0", "other": "0"}
+    counts = {"runs": "6", "done": "0", "diverged": "0", "failed": "0", "running": "0", "damaged": "0", "missing": "6",
+              "n/a": "0", "other": "0"}
     header_at = next(index for index, line in enumerate(lines) if line.split()[:2] == ["artifact", "scale"])
     header = lines[header_at].split()
     rows = [line.split() for line in lines if "smoke" in line.split() or "mini" in line.split()]
-    assert [dict(zip(header[-8:], row[-8:])) for row in rows] == [counts] * 4
+    assert [dict(zip(header[-9:], row[-9:])) for row in rows] == [counts] * 4
     names = [line.split()[0] for line in lines[header_at + 1:] if line.strip() and not line.startswith("─")]
     assert "".join(name for name in names if name != "sweep-fixture") == long_name * 2  # folded, nothing cut off
 

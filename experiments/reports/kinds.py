@@ -19,7 +19,7 @@ from experiments.reports.bucket_figure import bucket_figure
 from experiments.reports.speed_figure import speed_figure
 from tasks.registry import task_spec
 
-MISSING, NOT_AVAILABLE = "missing", "n/a"
+MISSING, NOT_AVAILABLE, DIVERGED = "missing", "n/a", "diverged"
 
 
 def names(table: pd.DataFrame, key: str | None) -> dict:
@@ -42,8 +42,9 @@ def heatmap_figure(layout: HeatmapReport, table: pd.DataFrame, title: str) -> pl
     shown = table.assign(
         text=["" if pd.isna(ours) else (f"{ours:.2f}\n±{std:.2f}" if runs > 1 else f"{ours:.2f}")
               for ours, std, runs in zip(table["ours"], table["std"], table["runs"])],
-        short=[NOT_AVAILABLE if note.startswith("not available") else (MISSING if pd.isna(ours) else "")
-               for note, ours in zip(table["note"], table["ours"])],
+        short=[NOT_AVAILABLE if note.startswith("not available") else "" if not pd.isna(ours)
+               else DIVERGED if runs else MISSING  # a cell with runs but no value: they all diverged
+               for note, ours, runs in zip(table["note"], table["ours"], table["runs"])],
     )
 
     def grid(values: str) -> pd.DataFrame:  # rows x columns of one column of ``shown``

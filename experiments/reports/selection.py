@@ -46,7 +46,7 @@ def select_cells(runs: pd.DataFrame, *, cells: list[str], choose: list[str], ave
     (standard deviation, min and max), how many runs it combines and, with ``solved_at``, how many of them reach it;
     ``values`` holds the chosen runs' own values (ascending), for judgements per run such as the paper's findings;
     each of ``cell_metrics`` (e.g. the parameter count a scaling figure places the cell by) is the mean over the chosen
-    runs.
+    runs. A combination whose score is NaN (its runs diverged) is chosen only when every one of the cell's is.
     """
     if mode not in ("max", "min"):
         raise ValueError(f"selection mode {mode!r} is not valid; valid choices: ['max', 'min']")
@@ -55,7 +55,8 @@ def select_cells(runs: pd.DataFrame, *, cells: list[str], choose: list[str], ave
         cell_values = cell_values if isinstance(cell_values, tuple) else (cell_values,)
         if choose:
             scores = cell_runs.groupby(choose, dropna=False)[select_metric].mean()
-            best = scores.idxmax() if mode == "max" else scores.idxmin()
+            scored = scores.dropna()  # a diverged run's NaN loses to any value; a cell of diverged runs takes the first
+            best = (scored.idxmax() if mode == "max" else scored.idxmin()) if len(scored) else scores.index[0]
             best = best if isinstance(best, tuple) else (best,)
             chosen = cell_runs
             for key, value in zip(choose, best):

@@ -5,15 +5,20 @@ A run directory holds ``config.yaml`` (resolved config), ``cell.json`` (grid cel
 ``result.json`` only when the run finished (written atomically) or ``error.json`` when it failed,
 and ``claim.json`` while a worker trains it.
 
-A damaged file (result.json that does not parse or lacks its fields, result.json beside a missing config.yaml or
-cell.json or a metrics.csv that does not parse, an unreadable cell.json or error.json) never stops a reader: it is
-renamed to ``<name>.damaged-<time>-<tag>`` (never deleted), one warning line on stderr names it, and its run counts
-as damaged (not done) until the next sweep reruns it. A file where a run directory should be is named the same way
-and its run counted as damaged; the sweep reports that run as failed and goes on.
+A damaged file (result.json that does not parse or lacks its fields, holds a non-finite metric it does not explain,
+or lies beside a missing config.yaml or cell.json or a metrics.csv of another size than it records; an unreadable
+cell.json or error.json) never stops a reader: it is renamed to ``<name>.damaged-<time>-<tag>`` (never deleted), one
+warning line on stderr names it, and its run counts as damaged (not done) until the next sweep reruns it. A file
+where a run directory should be is named the same way and its run counted as damaged; the sweep reports that run as
+failed and goes on.
+
+Readers open only a run's small files (result.json, cell.json, error.json, claim.json): metrics.csv grows with the
+run's length, so result.json records its size, and a reader compares that with the file's (one stat), however long
+the run was.
 """
 
-import csv
 import json
+import math
 import os
 import socket
 import sys
@@ -42,6 +47,12 @@ METRICS_FILE = "metrics.csv"  # written by the run function's CSV logger
 FIXED_COLUMNS = ["scale", "artifact", "run_id", "status", "reason", "error", "run_dir"]
 # result metrics of a run that diverged (experiments.training.divergence): 1, and the step of its non-finite loss
 DIVERGED_METRIC, DIVERGED_AT_METRIC = "train/diverged", "train/diverged_at_step"
+# metrics whose value 1 explains a result's non-finite metrics: a diverged run, an evaluation of a diverged run's
+# weights (its training run's metrics are prefixed trained/), and, by the last part of its name, a run out of memory
+# (experiments.evaluation.generation_speed: no throughput to measure)
+NON_FINITE_MARKS = (DIVERGED_METRIC, f"trained/{DIVERGED_METRIC}")
+OUT_OF_MEMORY_MARK = "out_of_memory"
+METRICS_LOG_BYTES = "metrics_log_bytes"  # result.json's record of its metrics.csv's size (null: the run has none)
 CELL_FIELDS = ("scale", "artifact", "run_id", "cell")
 FAILURE_FIELDS = ("exception_type", "message")
 DAMAGED_SUFFIX = ".damaged-"  # <name>.damaged-<time>-<tag>: a damaged file, moved aside
@@ -65,15 +76,43 @@ def write_run_inputs(run_dir: Path, run: PlannedRun) -> None:
 
 
 def write_result(run_dir: Path, run: PlannedRun, metrics: dict[str, float], started: datetime) -> None:
-    """result.json (atomically), then drop the error.json of an earlier failed attempt."""
-    result = run_record(run, started) | {"metrics": {name: float(value) for name, value in metrics.items()}}
+    """result.json (atomically), with the size of the run's metrics.csv, then drop the error.json of an earlier
+    failed attempt. ValueError, and nothing written, for a non-finite metric the metrics do not explain (a run
+    function's bug: its run fails instead of being done with it)."""
+    metrics = {name: float(value) for name, value in metrics.items()}
+    if (problem := non_finite_problem(metrics)) is not None:
+        raise ValueError(f"{problem}; a run that did not diverge reports finite metrics")
+    result = run_record(run, started) | {"metrics": metrics, METRICS_LOG_BYTES: file_size(run_dir / METRICS_FILE)}
     write_json(run_dir / RESULT_FILE, result)
     (run_dir / ERROR_FILE).unlink(missing_ok=True)
 
 
+def file_size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def non_finite_problem(metrics: dict[str, float]) -> str | None:
+    """Why the metrics' non-finite values make a result unsound: a metric is NaN or infinite while no mark explains
+    it (NON_FINITE_MARKS or a ``*/out_of_memory`` metric at 1); None when every value is finite or explained."""
+    explained = any(metrics.get(mark) == 1 for mark in NON_FINITE_MARKS) or any(
+        name.rsplit("/", 1)[-1] == OUT_OF_MEMORY_MARK and value == 1 for name, value in metrics.items())
+    non_finite = [(name, value) for name, value in metrics.items() if not math.isfinite(value)]
+    if not non_finite or explained:
+        return None
+    name, value = non_finite[0]
+    return f"metric {name!r} is {value}, not finite, and the run is not marked diverged ({DIVERGED_METRIC} 1)"
+
+
+def is_diverged(metrics: dict[str, float]) -> bool:
+    return metrics.get(DIVERGED_METRIC) == 1
+
+
 def divergence_note(metrics: dict[str, float]) -> str:
     """What a finished run's metrics say about divergence: "" for a run whose loss stayed finite."""
-    if not metrics.get(DIVERGED_METRIC):
+    if not is_diverged(metrics):
         return ""
     return f"diverged: non-finite training loss at step {int(metrics[DIVERGED_AT_METRIC])}"
 
@@ -178,35 +217,17 @@ def check_result(result: dict, run_dir: Path) -> None:
     for name, value in metrics.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise DamagedFile(f"metric {name!r} is {value!r}, not a number")
+    if (problem := non_finite_problem(metrics)) is not None:
+        raise DamagedFile(problem)
     if not (run_dir / CONFIG_FILE).exists():
         raise DamagedFile(f"{CONFIG_FILE} is missing")
     if read_cell(run_dir) is None:
         raise DamagedFile(f"{CELL_FILE} is missing or damaged")
-    if (problem := metrics_log_problem(run_dir / METRICS_FILE)) is not None:
-        raise DamagedFile(f"its {METRICS_FILE} {problem}")
-
-
-def metrics_log_problem(path: Path) -> str | None:
-    """What is wrong with a run's metrics.csv (a header, then rows of numbers or blanks); None if it is sound or
-    absent (a run logging elsewhere has none)."""
-    try:
-        text = path.read_bytes().decode()
-    except FileNotFoundError:
-        return None
-    except UnicodeDecodeError:
-        return "is not text"
-    rows = list(csv.reader(text.splitlines()))
-    if not rows or not all(rows[0]) or len(set(rows[0])) < len(rows[0]):
-        return "has no header of distinct column names"
-    for line, row in enumerate(rows[1:], start=2):
-        if len(row) != len(rows[0]):
-            return f"has {len(row)} fields on line {line}, its header {len(rows[0])}"
-        for value in filter(None, row):
-            try:
-                float(value)
-            except ValueError:
-                return f"holds {value[:20]!r}, not a number, on line {line}"
-    return None
+    recorded = result.get(METRICS_LOG_BYTES)  # absent from results written before it was recorded: not checked
+    if isinstance(recorded, int) and (size := file_size(run_dir / METRICS_FILE)) != recorded:
+        found = "is missing" if size is None else f"has {size} bytes"
+        raise DamagedFile(f"its {METRICS_FILE} {found}, result.json recorded {recorded}: it changed after the run "
+                          "finished")
 
 
 def check_cell(cell: dict, run_dir: Path) -> None:

@@ -19,11 +19,12 @@ from experiments.config.titles import title_of
 from experiments.sweeps.claims import DEFAULT_STALE_AFTER_SECONDS
 from experiments.sweeps.compute_estimate import Accelerator, RunCompute, estimate_text, run_compute
 from experiments.sweeps.run_outcome import RunOutcome
-from experiments.sweeps.run_store import RUN_STORE, run_directory, run_status, runs_frame, store_frame
+from experiments.sweeps.run_store import DIVERGED_METRIC, RUN_STORE, run_directory, run_status, runs_frame, store_frame
 from experiments.sweeps.training_runs import training_sweep_command
 
-COLUMNS = ["runs", "done", "failed", "running", "damaged", "missing", "n/a", "other"]
+COLUMNS = ["runs", "done", "diverged", "failed", "running", "damaged", "missing", "n/a", "other"]
 COLUMN_NOTES = (
+    "diverged: done runs whose training loss turned non-finite (their metrics are NaN, as the paper prints); "
     "missing: planned runs without a sound result.json (failed, running, damaged and n/a ones included); "
     "damaged: a file of the run was moved aside as damaged (listed below), the next sweep reruns it; "
     "n/a: not available, the model is not in the registry yet; "
@@ -68,6 +69,7 @@ def status_counts(artifact: Artifact, scale: str, root: Path, stale_after_second
     counts = {
         "runs": len(runs),
         "done": statuses["done"],
+        "diverged": int((planned.get(DIVERGED_METRIC) == 1).sum()) if DIVERGED_METRIC in planned else 0,
         "failed": statuses["failed"],
         "running": statuses["running"],
         "damaged": statuses["damaged"],
