@@ -13,7 +13,10 @@ started with ``TRITON_INTERPRET=1`` whatever the order of the tests: the parent 
 (``python -m tests.test_slstm_triton``) checks that the kernels are interpreted, runs the Triton backend forward
 and backward and returns outputs and gradients, and the parent compares them with the torch backend run here in
 float64 on the same (rounded) inputs. The child also reports whether importing ``kernels`` imported triton (it must
-not: triton is imported when the backend first runs).
+not: triton is imported when the backend first runs). Two interpreter faults seen here: Triton 3.9's (and 3.6's)
+interpreter multiplies bfloat16 ``tl.dot`` operands as raw integers, so the kernels cast them to float32 first when
+interpreted (exact products: the same values); Triton 3.6's interpreter cannot loop over a scalar argument with
+numpy 2.4 (it takes int() of a one-element array), so these tests need Triton 3.9 (the test extra's) there.
 
 The GPU tests (``-m gpu``) run the compiled kernels at the paper's head dims in-process.
 """
