@@ -18,10 +18,14 @@ interpreter multiplies bfloat16 ``tl.dot`` operands as raw integers, so the kern
 interpreted (exact products: the same values); Triton 3.6's interpreter cannot loop over a scalar argument with
 numpy 2.4 (it takes int() of a one-element array), so these tests need Triton 3.9 (the test extra's) there.
 
-The GPU tests (``-m gpu``) run the compiled kernels at the paper's head dims in-process.
+A slow test compiles both kernels for sm_90a and sm_80 without a GPU (``triton.compile`` on a ``GPUTarget``, with the
+alignment a real launch specialises on), in a child process too: the interpreter would not see a compile error, and
+a kernel whose pipelined loads outgrow shared memory would fail only at launch. The GPU tests (``-m gpu``) run the
+compiled kernels at the paper's head dims in-process.
 """
 
 import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -187,6 +191,66 @@ def child_main(request: Path, response: Path) -> None:
     torch.save(results, response)
 
 
+# --- compiled without a GPU ---------------------------------------------------------------------------------------
+
+# target -> (compute capability, shared memory a block may use in bytes)
+COMPILE_TARGETS = {"sm_90a (H100, H200)": (90, 232448), "sm_80 (A100)": (80, 167936)}
+MATMUL_POINTERS = {"wx", "R", "H", "grad_h", "grad_preactivations"}  # in the matmul dtype; every other pointer float32
+UNIT_STRIDES = {"stride_wx_dim", "stride_r_out", "stride_gh_dim"}  # contiguous head dims: Triton specialises 1
+
+
+def compile_main(response: Path) -> None:
+    """In the child: compile both kernels per target and matmul dtype at 16-aligned shapes; save their shared memory."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from kernels.slstm.triton import backward, forward, function
+
+    kernels = {"forward": (forward._forward_kernel, dict(STORE_PREACTIVATIONS=True)),
+               "backward": (backward._backward_kernel, dict(HAS_CLIP=True))}
+    shared = {}
+    for target_name, (capability, _) in COMPILE_TARGETS.items():
+        for dtype, type_name in ((torch.bfloat16, "bf16"), (torch.float32, "fp32")):
+            tiles = function.tile_sizes(192, dtype)
+            for kernel_name, (kernel, options) in kernels.items():
+                constants = dict(FORGET_EXP=False, DOT_PRECISION=forward.dot_precision(torch.empty(0, dtype=dtype)),
+                                 UPCAST=False, BLOCK_B=tiles["block_b"], BLOCK_D=tiles["block_d"], **options)
+                constants |= {name: 1 for name in UNIT_STRIDES if name in kernel.arg_names}
+                signature = {}
+                for name in kernel.arg_names:
+                    if name in constants:
+                        signature[name] = "constexpr"
+                    elif name == "clip":
+                        signature[name] = "fp32"
+                    elif name.startswith("stride_") or name in ("batch", "seq_len", "num_heads", "head_dim"):
+                        signature[name] = "i32"
+                    else:
+                        signature[name] = f"*{type_name}" if name in MATMUL_POINTERS else "*fp32"
+                aligned = {(index,): [["tt.divisibility", 16]] for index, name in enumerate(kernel.arg_names)
+                           if signature[name] != "constexpr" and name not in ("num_heads", "clip")}
+                compiled = triton.compile(ASTSource(kernel, signature, constants, aligned),
+                                          target=GPUTarget("cuda", capability, 32),
+                                          options=dict(num_warps=tiles["num_warps"]))
+                assert compiled.asm["cubin"], (target_name, type_name, kernel_name)
+                shared[f"{target_name} {type_name} {kernel_name}"] = compiled.metadata.shared
+    response.write_text(json.dumps(shared))
+
+
+@pytest.mark.slow
+def test_the_kernels_compile_for_hopper_and_ampere_within_their_shared_memory(tmp_path):
+    response = tmp_path / "shared.json"
+    environment = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
+    child = subprocess.run([sys.executable, "-m", "tests.test_slstm_triton", "compile", str(response)], cwd=ROOT,
+                           env=environment, capture_output=True, text=True, timeout=CHILD_TIMEOUT_SECONDS)
+    assert child.returncode == 0, f"compile child failed:\n{child.stderr[-6000:]}"
+    shared = json.loads(response.read_text())
+    assert len(shared) == 2 * 2 * len(COMPILE_TARGETS)
+    for key, used in shared.items():
+        limit = next(limit for name, (_, limit) in COMPILE_TARGETS.items() if key.startswith(name))
+        assert used <= limit, f"{key}: {used} bytes of shared memory, the target has {limit}"
+
+
 @pytest.fixture(scope="module")
 def interpreted(tmp_path_factory):
     return run_interpreted(CASES, tmp_path_factory.mktemp("slstm_triton"))
@@ -321,4 +385,7 @@ def test_gpu_bfloat16_autocast_is_as_accurate_as_the_torch_backend_under_autocas
 
 
 if __name__ == "__main__":
-    child_main(Path(sys.argv[1]), Path(sys.argv[2]))
+    if sys.argv[1] == "compile":
+        compile_main(Path(sys.argv[2]))
+    else:
+        child_main(Path(sys.argv[1]), Path(sys.argv[2]))
