@@ -334,7 +334,7 @@ def test_the_gpu_benchmark_imports_without_cuda_and_says_it_needs_one():
 
 
 def gpu_inputs(batch, steps, heads, head_dim, seed=0):
-    """wx (B, S, 4, NH, DH) float32 and R, b as the 125M layer's scale gives them, on CUDA."""
+    """wx (B, S, 4, NH, DH), R (4, NH, DH, DH) scaled by 1/sqrt(DH), b (4, NH, DH), loss weights; float32 on CUDA."""
     generator = torch.Generator().manual_seed(seed)
     wx = torch.randn(batch, steps, 4, heads, head_dim, generator=generator)
     R = torch.randn(4, heads, head_dim, head_dim, generator=generator) / head_dim**0.5
@@ -344,7 +344,7 @@ def gpu_inputs(batch, steps, heads, head_dim, seed=0):
 
 
 def gpu_run(backend, wx, R, b, weight, *, autocast: bool):
-    """h and the gradients of sum(h * weight) + sum(final c) for wx, R, b, on ``backend``."""
+    """h, the final c and the gradients of sum(h * weight) + sum(final c) for wx, R, b, on ``backend``."""
     leaves = [tensor.detach().requires_grad_() for tensor in (wx, R, b)]
     with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
         h, final = scan(*leaves, return_state=True, backend=backend)
@@ -357,31 +357,26 @@ def relative_errors(values, references) -> list[float]:
             for value, reference in zip(values, references)]
 
 
+# precision -> (wx dtype, autocast, error allowed whatever the torch backend's, multiple of the torch backend's error)
+GPU_PRECISIONS = {"float32": (torch.float32, False, 1e-4, 4.0), "bfloat16 autocast": (torch.bfloat16, True, 1e-2, 2.0)}
+
+
 @pytest.mark.gpu
+@pytest.mark.parametrize("precision", list(GPU_PRECISIONS))
 @pytest.mark.parametrize("head_dim", [192, 256])
 @pytest.mark.parametrize("steps", [512, 2048])
-def test_gpu_float32_equals_torch_backend(head_dim, steps):
+def test_gpu_triton_scan_is_as_accurate_as_the_torch_backend(precision, head_dim, steps):
+    """h, the final c and the gradients of wx, R, b against the torch backend in float64, on the same inputs: within
+    an absolute bound, or within a multiple of the torch backend's own error in the same precision (in bfloat16
+    autocast its states are bfloat16, ours float32; over 2048 steps both errors grow alike)."""
+    wx_dtype, autocast, bound, multiple = GPU_PRECISIONS[precision]
     wx, R, b, weight = gpu_inputs(4, steps, 2, head_dim)
+    wx = wx.to(wx_dtype)
     reference = gpu_run("torch", *(tensor.double() for tensor in (wx, R, b, weight)), autocast=False)
-    ours = gpu_run("triton", wx, R, b, weight, autocast=False)
-    errors = relative_errors(ours, reference)
-    assert max(errors) < 1e-4, dict(zip(("h", "final c", "wx", "R", "b"), errors))
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("head_dim", [192, 256])
-@pytest.mark.parametrize("steps", [512, 2048])
-def test_gpu_bfloat16_autocast_is_as_accurate_as_the_torch_backend_under_autocast(head_dim, steps):
-    """bfloat16 wx, float32 R and b under autocast (the layer in bf16-mixed training): ours against float64, no
-    worse than twice the torch backend's own autocast error (its states are bfloat16, ours float32)."""
-    wx, R, b, weight = gpu_inputs(4, steps, 2, head_dim, seed=1)
-    wx = wx.bfloat16()
-    reference = gpu_run("torch", *(tensor.double() for tensor in (wx, R, b, weight)), autocast=False)
-    ours = relative_errors(gpu_run("triton", wx, R, b, weight, autocast=True), reference)
-    torch_autocast = relative_errors(gpu_run("torch", wx, R, b, weight, autocast=True), reference)
-    names = ("h", "final c", "wx", "R", "b")
-    for name, error, peer_error in zip(names, ours, torch_autocast):
-        assert error <= 2 * peer_error + 1e-2, f"{name}: ours {error:.3g}, torch under autocast {peer_error:.3g}"
+    ours = relative_errors(gpu_run("triton", wx, R, b, weight, autocast=autocast), reference)
+    peer = relative_errors(gpu_run("torch", wx, R, b, weight, autocast=autocast), reference)
+    for name, error, peer_error in zip(("h", "final c", "wx", "R", "b"), ours, peer):
+        assert error <= max(bound, multiple * peer_error), f"{name}: ours {error:.3g}, torch backend {peer_error:.3g}"
 
 
 if __name__ == "__main__":
