@@ -60,7 +60,7 @@ def chunkwise_triton(q, k, v, i, f, *, initial_state, return_state, forget_gate,
 
     B, NH, S, DHK = q.shape
     if tiling is None:
-        tiling = choose_tiling(S, DHK, v.shape[-1], B * NH, chunk_size, q.device)
+        tiling = choose_tiling(S, DHK, v.shape[-1], B * NH, chunk_size, q.device, q.dtype)
     C0, n0, m0 = initial_state if initial_state is not None else (None, None, None)
     h, C, n, m = ChunkwiseMLSTMTriton.apply(q, k, v, i, f, C0, n0, m0, forget_gate == "exp", float(eps), tiling)
     return (h, MLSTMState(C, n, m)) if return_state else h

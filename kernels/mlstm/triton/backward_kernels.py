@@ -114,22 +114,12 @@ def query_gradients_kernel(
     row_valid = row_time < S
     keys = key_block * BK + tl.arange(0, BK)
     key_valid = keys < DHK
-    k_head = k + batch.to(tl.int64) * stride_k_batch + head * stride_k_head
-    gradients_chunk = score_gradients + (head_index.to(tl.int64) * NC + chunk) * L * L
-    dq_tile = tl.zeros([BL, BK], dtype=tl.float32)
-    for column_block in range(row_block + 1):
-        columns = column_block * BL + tl.arange(0, BL)
-        column_time = chunk * L + columns
-        dS = tl.load(gradients_chunk + rows[:, None] * L + columns[None, :])  # (BL, BL)
-        k_tile = tl.load(k_head + column_time[:, None] * stride_k_time + keys[None, :] * stride_k_dim,
-                         mask=(column_time < S)[:, None] & key_valid[None, :], other=0.0)  # (BL, BK)
-        dq_tile += matmul(dS, k_tile, PRECISION)
     gates_chunk = head_index.to(tl.int64) * NC * L + chunk * L
     inverse_den = 1.0 / tl.load(den + gates_chunk + rows)  # (BL,)
     dh_rows = dh + batch.to(tl.int64) * stride_dh_batch + head * stride_dh_head + row_time[:, None] * stride_dh_time
     C_chunk = C_states + (head_index.to(tl.int64) * (NC + 1) + chunk) * DHK * DHV
     values = tl.arange(0, BV)
-    dnum_C = tl.zeros([BL, BK], dtype=tl.float32)
+    dq_tile = tl.zeros([BL, BK], dtype=tl.float32)  # first C dnum_t + dnrm_t n, then dq_t
     for value_start in range(0, DHV, BV):
         value_valid = value_start + values < DHV
         dh_tile = tl.load(dh_rows + (value_start + values[None, :]) * stride_dh_dim,
@@ -137,12 +127,21 @@ def query_gradients_kernel(
         C_transposed = tl.load(C_chunk + keys[None, :] * DHV + value_start + values[:, None],
                                mask=key_valid[None, :] & value_valid[:, None], other=0.0)  # (BV, BK)
         dnum = (dh_tile.to(tl.float32) * inverse_den[:, None]).to(dh_tile.dtype)
-        dnum_C += matmul(dnum, C_transposed.to(dh_tile.dtype), PRECISION)
+        dq_tile += matmul(dnum, C_transposed.to(dh_tile.dtype), PRECISION)
     n_tile = tl.load(n_states + (head_index.to(tl.int64) * (NC + 1) + chunk) * DHK + keys, mask=key_valid, other=0.0)
-    dnum_C += tl.load(d_normaliser + gates_chunk + rows)[:, None] * n_tile[None, :]
+    dq_tile += tl.load(d_normaliser + gates_chunk + rows)[:, None] * n_tile[None, :]
     m = tl.load(m_states + head_index.to(tl.int64) * (NC + 1) + chunk)
     start_weight = tl.exp(m - tl.maximum(tl.load(u_max + gates_chunk + rows), m))  # (BL,) a_t
-    dq_tile += start_weight[:, None] * dnum_C
+    dq_tile = start_weight[:, None] * dq_tile
+    k_head = k + batch.to(tl.int64) * stride_k_batch + head * stride_k_head
+    gradients_chunk = score_gradients + (head_index.to(tl.int64) * NC + chunk) * L * L
+    for column_block in range(row_block + 1):
+        columns = column_block * BL + tl.arange(0, BL)
+        column_time = chunk * L + columns
+        dS = tl.load(gradients_chunk + rows[:, None] * L + columns[None, :])  # (BL, BL)
+        k_tile = tl.load(k_head + column_time[:, None] * stride_k_time + keys[None, :] * stride_k_dim,
+                         mask=(column_time < S)[:, None] & key_valid[None, :], other=0.0)  # (BL, BK)
+        dq_tile += matmul(dS, k_tile, PRECISION)
     q_tile = tl.load(q + batch.to(tl.int64) * stride_q_batch + head * stride_q_head + row_time[:, None] * stride_q_time
                      + keys[None, :] * stride_q_dim, mask=row_valid[:, None] & key_valid[None, :], other=0.0)
     tl.store(q_dq + (key_block * BH + head_index).to(tl.int64) * NC * L + chunk * L + rows,
@@ -181,9 +180,24 @@ def key_gradients_kernel(
     column_valid = column_time < S
     keys = key_block * BK + tl.arange(0, BK)
     key_valid = keys < DHK
+    v_columns = v + batch.to(tl.int64) * stride_v_batch + head * stride_v_head + column_time[:, None] * stride_v_time
+    state_index = head_index.to(tl.int64) * (NC + 1) + chunk + 1  # the state leaving the chunk
+    dC_next = dC_states + state_index * DHK * DHV
+    values = tl.arange(0, BV)
+    dk_tile = tl.zeros([BL, BK], dtype=tl.float32)  # first dC' v_s + dn', then dk_s
+    for value_start in range(0, DHV, BV):
+        value_valid = value_start + values < DHV
+        v_tile = tl.load(v_columns + (value_start + values[None, :]) * stride_v_dim,
+                         mask=column_valid[:, None] & value_valid[None, :], other=0.0)  # (BL, BV)
+        dC_transposed = tl.load(dC_next + keys[None, :] * DHV + value_start + values[:, None],
+                                mask=key_valid[None, :] & value_valid[:, None], other=0.0)  # (BV, BK)
+        dk_tile += matmul(v_tile, dC_transposed.to(v_tile.dtype), PRECISION)
+    dk_tile += tl.load(dn_states + state_index * DHK + keys, mask=key_valid, other=0.0)[None, :]
+    gates_chunk = head_index.to(tl.int64) * NC * L + chunk * L
+    weight = end_weights(u, u_max, m_states, gates_chunk, columns, state_index - 1, scale, L)  # (BL,)
+    dk_tile = weight[:, None] * dk_tile
     q_head = q + batch.to(tl.int64) * stride_q_batch + head * stride_q_head
     gradients_chunk = score_gradients + (head_index.to(tl.int64) * NC + chunk) * L * L
-    dk_tile = tl.zeros([BL, BK], dtype=tl.float32)
     for row_block in range(column_block, L // BL):
         rows = row_block * BL + tl.arange(0, BL)
         row_time = chunk * L + rows
@@ -191,22 +205,6 @@ def key_gradients_kernel(
         q_tile = tl.load(q_head + row_time[:, None] * stride_q_time + keys[None, :] * stride_q_dim,
                          mask=(row_time < S)[:, None] & key_valid[None, :], other=0.0)  # (BL, BK)
         dk_tile += matmul(dS_transposed, q_tile, PRECISION)
-    v_columns = v + batch.to(tl.int64) * stride_v_batch + head * stride_v_head + column_time[:, None] * stride_v_time
-    state_index = head_index.to(tl.int64) * (NC + 1) + chunk + 1  # the state leaving the chunk
-    dC_next = dC_states + state_index * DHK * DHV
-    values = tl.arange(0, BV)
-    to_end = tl.zeros([BL, BK], dtype=tl.float32)
-    for value_start in range(0, DHV, BV):
-        value_valid = value_start + values < DHV
-        v_tile = tl.load(v_columns + (value_start + values[None, :]) * stride_v_dim,
-                         mask=column_valid[:, None] & value_valid[None, :], other=0.0)  # (BL, BV)
-        dC_transposed = tl.load(dC_next + keys[None, :] * DHV + value_start + values[:, None],
-                                mask=key_valid[None, :] & value_valid[:, None], other=0.0)  # (BV, BK)
-        to_end += matmul(v_tile, dC_transposed.to(v_tile.dtype), PRECISION)
-    to_end += tl.load(dn_states + state_index * DHK + keys, mask=key_valid, other=0.0)[None, :]
-    gates_chunk = head_index.to(tl.int64) * NC * L + chunk * L
-    weight = end_weights(u, u_max, m_states, gates_chunk, columns, state_index - 1, scale, L)  # (BL,)
-    dk_tile += weight[:, None] * to_end
     k_tile = tl.load(k + batch.to(tl.int64) * stride_k_batch + head * stride_k_head + column_time[:, None] * stride_k_time
                      + keys[None, :] * stride_k_dim, mask=column_valid[:, None] & key_valid[None, :], other=0.0)
     tl.store(k_dk + (key_block * BH + head_index).to(tl.int64) * NC * L + chunk * L + columns,
@@ -237,10 +235,23 @@ def value_gradients_kernel(
     column_valid = column_time < S
     values = value_block * BV + tl.arange(0, BV)
     value_valid = values < DHV
+    k_columns = k + batch.to(tl.int64) * stride_k_batch + head * stride_k_head + column_time[:, None] * stride_k_time
+    state_index = head_index.to(tl.int64) * (NC + 1) + chunk + 1  # the state leaving the chunk
+    dC_next = dC_states + state_index * DHK * DHV
+    dims = tl.arange(0, BK)
+    dv_tile = tl.zeros([BL, BV], dtype=tl.float32)  # first dC'^T k_s, then dv_s
+    for dim_start in range(0, DHK, BK):
+        dim_valid = dim_start + dims < DHK
+        k_tile = tl.load(k_columns + (dim_start + dims[None, :]) * stride_k_dim,
+                         mask=column_valid[:, None] & dim_valid[None, :], other=0.0)  # (BL, BK)
+        dC_tile = tl.load(dC_next + (dim_start + dims[:, None]) * DHV + values[None, :],
+                          mask=dim_valid[:, None] & value_valid[None, :], other=0.0)  # (BK, BV)
+        dv_tile += matmul(k_tile, dC_tile.to(k_tile.dtype), PRECISION)
+    gates_chunk = head_index.to(tl.int64) * NC * L + chunk * L
+    weight = end_weights(u, u_max, m_states, gates_chunk, columns, state_index - 1, scale, L)  # (BL,)
+    dv_tile = weight[:, None] * dv_tile
     dh_head = dh + batch.to(tl.int64) * stride_dh_batch + head * stride_dh_head
     scores_chunk = scores + (head_index.to(tl.int64) * NC + chunk) * L * L
-    gates_chunk = head_index.to(tl.int64) * NC * L + chunk * L
-    dv_tile = tl.zeros([BL, BV], dtype=tl.float32)
     for row_block in range(column_block, L // BL):
         rows = row_block * BL + tl.arange(0, BL)
         row_time = chunk * L + rows
@@ -250,20 +261,6 @@ def value_gradients_kernel(
         inverse_den = 1.0 / tl.load(den + gates_chunk + rows)
         dnum = (dh_tile.to(tl.float32) * inverse_den[:, None]).to(c_tilde_transposed.dtype)
         dv_tile += matmul(c_tilde_transposed, dnum, PRECISION)
-    k_columns = k + batch.to(tl.int64) * stride_k_batch + head * stride_k_head + column_time[:, None] * stride_k_time
-    state_index = head_index.to(tl.int64) * (NC + 1) + chunk + 1  # the state leaving the chunk
-    dC_next = dC_states + state_index * DHK * DHV
-    dims = tl.arange(0, BK)
-    to_end = tl.zeros([BL, BV], dtype=tl.float32)
-    for dim_start in range(0, DHK, BK):
-        dim_valid = dim_start + dims < DHK
-        k_tile = tl.load(k_columns + (dim_start + dims[None, :]) * stride_k_dim,
-                         mask=column_valid[:, None] & dim_valid[None, :], other=0.0)  # (BL, BK)
-        dC_tile = tl.load(dC_next + (dim_start + dims[:, None]) * DHV + values[None, :],
-                          mask=dim_valid[:, None] & value_valid[None, :], other=0.0)  # (BK, BV)
-        to_end += matmul(k_tile, dC_tile.to(k_tile.dtype), PRECISION)
-    weight = end_weights(u, u_max, m_states, gates_chunk, columns, state_index - 1, scale, L)  # (BL,)
-    dv_tile += weight[:, None] * to_end
     tl.store(dv + batch.to(tl.int64) * stride_dv_batch + head * stride_dv_head + column_time[:, None] * stride_dv_time
              + values[None, :] * stride_dv_dim, dv_tile.to(dv.dtype.element_ty),
              mask=column_valid[:, None] & value_valid[None, :])

@@ -98,9 +98,23 @@ def outputs_kernel(
     row_valid = row_time < S
     values = value_block * BV + tl.arange(0, BV)  # (BV,)
     value_valid = values < DHV
+    q_rows = q + batch.to(tl.int64) * stride_q_batch + head * stride_q_head + row_time[:, None] * stride_q_time
+    C_chunk = C_states + (head_index.to(tl.int64) * (NC + 1) + chunk) * DHK * DHV
+    dims = tl.arange(0, BK)
+    numerator = tl.zeros([BL, BV], dtype=tl.float32)  # first q_t C, then a_t q_t C + sum_s c~_ts v_s
+    for dim_start in range(0, DHK, BK):
+        dim_valid = dim_start + dims < DHK
+        q_tile = tl.load(q_rows + (dim_start + dims[None, :]) * stride_q_dim,
+                         mask=row_valid[:, None] & dim_valid[None, :], other=0.0)  # (BL, BK)
+        C_tile = tl.load(C_chunk + (dim_start + dims[:, None]) * DHV + values[None, :],
+                         mask=dim_valid[:, None] & value_valid[None, :], other=0.0)  # (BK, BV)
+        numerator += matmul(q_tile, C_tile.to(q_tile.dtype), PRECISION)
+    gates_chunk = head_index.to(tl.int64) * NC * L + chunk * L
+    m = tl.load(m_states + head_index.to(tl.int64) * (NC + 1) + chunk)
+    start_weight = tl.exp(m - tl.maximum(tl.load(u_max + gates_chunk + rows), m))  # (BL,) a_t
+    numerator = start_weight[:, None] * numerator
     v_head = v + batch.to(tl.int64) * stride_v_batch + head * stride_v_head
     scores_chunk = scores + (head_index.to(tl.int64) * NC + chunk) * L * L
-    numerator = tl.zeros([BL, BV], dtype=tl.float32)
     for column_block in range(row_block + 1):
         columns = column_block * BL + tl.arange(0, BL)  # (BL,)
         column_time = chunk * L + columns
@@ -108,21 +122,6 @@ def outputs_kernel(
         v_tile = tl.load(v_head + column_time[:, None] * stride_v_time + values[None, :] * stride_v_dim,
                          mask=(column_time < S)[:, None] & value_valid[None, :], other=0.0)  # (BL, BV)
         numerator += matmul(c_tilde, v_tile, PRECISION)
-    q_rows = q + batch.to(tl.int64) * stride_q_batch + head * stride_q_head + row_time[:, None] * stride_q_time
-    C_chunk = C_states + (head_index.to(tl.int64) * (NC + 1) + chunk) * DHK * DHV
-    dims = tl.arange(0, BK)
-    q_C = tl.zeros([BL, BV], dtype=tl.float32)
-    for dim_start in range(0, DHK, BK):
-        dim_valid = dim_start + dims < DHK
-        q_tile = tl.load(q_rows + (dim_start + dims[None, :]) * stride_q_dim,
-                         mask=row_valid[:, None] & dim_valid[None, :], other=0.0)  # (BL, BK)
-        C_tile = tl.load(C_chunk + (dim_start + dims[:, None]) * DHV + values[None, :],
-                         mask=dim_valid[:, None] & value_valid[None, :], other=0.0)  # (BK, BV)
-        q_C += matmul(q_tile, C_tile.to(q_tile.dtype), PRECISION)
-    gates_chunk = head_index.to(tl.int64) * NC * L + chunk * L
-    m = tl.load(m_states + head_index.to(tl.int64) * (NC + 1) + chunk)
-    start_weight = tl.exp(m - tl.maximum(tl.load(u_max + gates_chunk + rows), m))  # (BL,) a_t
-    numerator += start_weight[:, None] * q_C
     h_tile = numerator / tl.load(den + gates_chunk + rows)[:, None]
     h_rows = h + batch.to(tl.int64) * stride_h_batch + head * stride_h_head + row_time[:, None] * stride_h_time
     tl.store(h_rows + values[None, :] * stride_h_dim, h_tile.to(h.dtype.element_ty),

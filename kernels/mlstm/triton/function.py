@@ -26,7 +26,7 @@ from kernels.mlstm.triton.gate_kernels import chunk_gates_kernel, gate_gradients
 from kernels.mlstm.triton.state_kernels import chunk_states_kernel, state_gradients_kernel
 from kernels.mlstm.triton.tiling import Tiling
 
-NUM_WARPS = 4
+NUM_WARPS = 8  # 64 x 64 tiles: with 4 warps several kernels spill registers (ptxas for sm_90, Triton 3.6 and 3.9)
 INTERPRETED = not isinstance(chunk_gates_kernel, JITFunction)  # decorated under TRITON_INTERPRET=1
 
 

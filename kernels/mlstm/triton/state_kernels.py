@@ -54,20 +54,22 @@ def chunk_states_kernel(
 
     k_head = k + batch.to(tl.int64) * stride_k_batch + head * stride_k_head
     v_head = v + batch.to(tl.int64) * stride_v_batch + head * stride_v_head
+    state_size = head_index.to(tl.int64) * 0 + DHK * DHV  # int64: chunk * state_size may pass 2**31
     C_head = C_states + head_index.to(tl.int64) * (NC + 1) * DHK * DHV + keys[:, None] * DHV + values[None, :]
     n_head = n_states + head_index.to(tl.int64) * (NC + 1) * DHK + keys
     m_head = m_states + head_index.to(tl.int64) * (NC + 1)
     gates_head = head_index.to(tl.int64) * NC * L
     steps = tl.arange(0, BL)
     for chunk in range(NC):
-        tl.store(C_head + chunk * DHK * DHV, C, mask=state_mask)
+        tl.store(C_head + chunk * state_size, C, mask=state_mask)
         tl.store(n_head + chunk * DHK, n, mask=n_mask)
         tl.store(m_head + chunk, m, mask=(key_block == 0) & (value_block == 0))
         last = gates_head + chunk * L + L - 1
         M_end = tl.maximum(tl.load(u_max + last), m)
         m_next = tl.load(b + last) + M_end
-        own_C = tl.zeros([BK, BV], dtype=tl.float32)
-        own_n = tl.zeros([BK], dtype=tl.float32)
+        decay = tl.exp(m - M_end)  # 0 where m = -inf (no history)
+        C = decay * C
+        n = decay * n
         for tile in range(L // BL):
             time = chunk * L + tile * BL + steps  # (BL,)
             valid = time < S
@@ -77,13 +79,10 @@ def chunk_states_kernel(
             v_tile = tl.load(v_head + time[:, None] * stride_v_time + values[None, :] * stride_v_dim,
                              mask=valid[:, None] & (values < DHV)[None, :], other=0.0)  # (BL, BV)
             weighted_k = k_tile.to(tl.float32) * weight[None, :]  # (BK, BL)
-            own_C += matmul(weighted_k.to(v_tile.dtype), v_tile, PRECISION)
-            own_n += tl.sum(weighted_k, axis=1)
-        decay = tl.exp(m - M_end)  # 0 where m = -inf (no history)
-        C = decay * C + own_C
-        n = decay * n + own_n
+            C += matmul(weighted_k.to(v_tile.dtype), v_tile, PRECISION)
+            n += tl.sum(weighted_k, axis=1)
         m = m_next
-    tl.store(C_head + NC * DHK * DHV, C, mask=state_mask)
+    tl.store(C_head + NC * state_size, C, mask=state_mask)
     tl.store(n_head + NC * DHK, n, mask=n_mask)
     tl.store(m_head + NC, m, mask=(key_block == 0) & (value_block == 0))
 
@@ -126,6 +125,7 @@ def state_gradients_kernel(
 
     q_head = q + batch.to(tl.int64) * stride_q_batch + head * stride_q_head
     dh_head = dh + batch.to(tl.int64) * stride_dh_batch + head * stride_dh_head
+    state_size = head_index.to(tl.int64) * 0 + DHK * DHV  # int64: chunk * state_size may pass 2**31
     state_offsets = head_index.to(tl.int64) * (NC + 1) * DHK * DHV + keys[:, None] * DHV + values[None, :]
     n_offsets = head_index.to(tl.int64) * (NC + 1) * DHK + keys
     boundary_head = boundary + ((key_block * tl.num_programs(2) + value_block) * BH + head_index).to(tl.int64) * NC
@@ -134,15 +134,16 @@ def state_gradients_kernel(
     for reversed_chunk in range(NC):
         chunk = NC - 1 - reversed_chunk
         # dC, dn: the gradient of the state leaving this chunk
-        tl.store(dC_states + state_offsets + (chunk + 1) * DHK * DHV, dC, mask=state_mask)
+        tl.store(dC_states + state_offsets + (chunk + 1) * state_size, dC, mask=state_mask)
         tl.store(dn_states + n_offsets + (chunk + 1) * DHK, dn, mask=n_mask)
-        C_next = tl.load(C_states + state_offsets + (chunk + 1) * DHK * DHV, mask=state_mask, other=0.0)
+        C_next = tl.load(C_states + state_offsets + (chunk + 1) * state_size, mask=state_mask, other=0.0)
         n_next = tl.load(n_states + n_offsets + (chunk + 1) * DHK, mask=n_mask, other=0.0)
         tl.store(boundary_head + chunk, tl.sum(tl.sum(dC * C_next, axis=1), axis=0) + tl.sum(dn * n_next, axis=0))
         m = tl.load(m_states + head_index.to(tl.int64) * (NC + 1) + chunk)
         M_end = tl.maximum(tl.load(u_max + gates_head + chunk * L + L - 1), m)
-        start_C = tl.zeros([BK, BV], dtype=tl.float32)
-        start_n = tl.zeros([BK], dtype=tl.float32)
+        decay = tl.exp(m - M_end)
+        dC = decay * dC
+        dn = decay * dn
         for tile in range(L // BL):
             gate_offsets = gates_head + chunk * L + tile * BL + steps  # (BL,)
             time = chunk * L + tile * BL + steps  # (BL,)
@@ -154,11 +155,8 @@ def state_gradients_kernel(
             q_tile = tl.load(q_head + time[None, :] * stride_q_time + keys[:, None] * stride_q_dim,
                              mask=valid[None, :] & (keys < DHK)[:, None], other=0.0)  # (BK, BL)
             scaled_dh = (dh_tile.to(tl.float32) * row_scale[:, None]).to(q_tile.dtype)  # (BL, BV) a_t dnum_t
-            start_C += matmul(q_tile, scaled_dh, PRECISION)
+            dC += matmul(q_tile, scaled_dh, PRECISION)
             normaliser_weight = start_weight * tl.load(d_normaliser + gate_offsets)  # (BL,) a_t dnrm_t
-            start_n += tl.sum(q_tile.to(tl.float32) * normaliser_weight[None, :], axis=1)
-        decay = tl.exp(m - M_end)
-        dC = decay * dC + start_C
-        dn = decay * dn + start_n
+            dn += tl.sum(q_tile.to(tl.float32) * normaliser_weight[None, :], axis=1)
     tl.store(dC_states + state_offsets, dC, mask=state_mask)
     tl.store(dn_states + n_offsets, dn, mask=n_mask)

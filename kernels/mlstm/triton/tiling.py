@@ -10,10 +10,13 @@ import torch
 
 MIN_BLOCK = 16  # tl.dot's smallest tile side
 MAX_CHUNK = 256
+# Blocks for 16-bit inputs (32 x 32 for float32, whose exact matmuls run without tensor cores and need more
+# registers): compiled by ptxas for sm_90 (Triton 3.6 and 3.9) with 8 warps, no kernel spills registers.
 STEP_BLOCK = 64  # rows and columns of a score tile: 64 x 64 as TFLA's kernels
 KEY_BLOCK = 64  # head-dim block of q and k in the matmuls over it
-VALUE_BLOCK = 128  # head-dim block of v and h in the output tiles
+VALUE_BLOCK = 64  # head-dim block of v, h and dh in the tiles and the sums over that dim
 STATE_BLOCK = 64  # block of C's sides in the recurrence across chunks
+FLOAT32_BLOCK = 32  # every block for float32 inputs
 MAX_HEAD_DIM = 512
 
 
@@ -53,14 +56,17 @@ def _processors(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
 
 
-def choose_tiling(S: int, DHK: int, DHV: int, heads: int, chunk_size: int, device: torch.device) -> Tiling:
-    """Blocks for ``heads`` = B * NH sequences of S steps with head dims DHK (q, k) and DHV (v).
+def choose_tiling(S: int, DHK: int, DHV: int, heads: int, chunk_size: int, device: torch.device,
+                  dtype: torch.dtype = torch.bfloat16) -> Tiling:
+    """Blocks for ``heads`` = B * NH sequences of S steps with head dims DHK (q, k) and DHV (v) in ``dtype``.
 
     The recurrence across chunks runs one program per (head, block of C): halve its blocks while that leaves
     fewer programs than the device has processors.
     """
     chunk = kernel_chunk(chunk_size, S)
-    state_key, state_value = _dim_block(DHK, STATE_BLOCK), _dim_block(DHV, STATE_BLOCK)
+    wide = dtype == torch.float32
+    step, key, value, state = (FLOAT32_BLOCK,) * 4 if wide else (STEP_BLOCK, KEY_BLOCK, VALUE_BLOCK, STATE_BLOCK)
+    state_key, state_value = _dim_block(DHK, state), _dim_block(DHV, state)
     processors = _processors(device)
 
     def programs(key, value):
@@ -73,9 +79,9 @@ def choose_tiling(S: int, DHK: int, DHV: int, heads: int, chunk_size: int, devic
             state_value //= 2
     return Tiling(
         chunk=chunk,
-        step_block=min(STEP_BLOCK, chunk),
-        key_block=_dim_block(DHK, KEY_BLOCK),
-        value_block=_dim_block(DHV, VALUE_BLOCK),
+        step_block=min(step, chunk),
+        key_block=_dim_block(DHK, key),
+        value_block=_dim_block(DHV, value),
         state_key_block=state_key,
         state_value_block=state_value,
     )
