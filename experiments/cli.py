@@ -6,6 +6,7 @@ from pathlib import Path
 
 from experiments.config.arguments import add_overrides_argument, add_scale_argument
 from experiments.config.configuration import ConfigError
+from experiments.paths import REPORTS, RESULTS, checked_folder
 
 
 def _add_report_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
             return list_command(arguments)
         from experiments.config.artifacts import known_artifacts, load_artifact
 
+        arguments.root = checked_folder(arguments.root or RESULTS / "runs", "--root")
+        arguments.destination = checked_folder(arguments.destination or REPORTS, "--destination")
         # a bad name or value fails before the plotting stack is imported (planning validates every run); the
         # report takes these plans rather than composing every run again
         planned = {name: load_artifact(name).runs(arguments.scale, arguments.overrides)

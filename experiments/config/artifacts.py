@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf.errors import OmegaConfBaseException
 
 from experiments.config.cell_composer import CellComposer
 from experiments.config.configuration import CONFIGS, ConfigError, compose_run_config, config_yaml, load_yaml
@@ -254,8 +256,33 @@ def load_artifact(name: str) -> Artifact:
     return artifact_from_yaml(files[name])
 
 
+def read_artifact_file(path: Path) -> dict:
+    """The mapping an artifact file holds; ValueError naming the file and its problem (one line): it cannot be read,
+    is not UTF-8 text or not YAML (the parser's problem and where), an interpolation fails, or it holds no mapping."""
+    try:
+        content = OmegaConf.to_container(load_yaml(path), resolve=True)
+    except OSError as error:
+        raise ValueError(f"{path}: cannot be read ({error.strerror})") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path}: not valid YAML: {yaml_problem(error)}") from None
+    except OmegaConfBaseException as error:
+        raise ValueError(f"{path}: {str(error).splitlines()[0]}") from None
+    if not isinstance(content, dict):
+        raise ValueError(f"{path}: holds a {type(content).__name__}, not a mapping of artifact keys")
+    return content
+
+
+def yaml_problem(error: yaml.YAMLError) -> str:
+    """The YAML parser's problem and where it is, in one line: "expected ',' or ']' ... (line 3, column 1)"."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else problem
+
+
 def artifact_from_yaml(path: Path) -> Artifact:
-    content = OmegaConf.to_container(load_yaml(path), resolve=True)
+    content = read_artifact_file(path)
     unknown = sorted(set(content) - set(ARTIFACT_KEYS))
     if unknown:
         raise ValueError(f"{path}: unknown keys {unknown}; valid keys: {list(ARTIFACT_KEYS)}")

@@ -2,10 +2,10 @@
 
 A section's schema is a dataclass: each field's annotation is its type (``int``, ``float``, ``bool``, ``str``,
 ``Literal[...]`` for choices, ``list[float]``, ``dict``, unions such as ``float | None``), a field without a
-default is required, and a field's metadata may bound it: ``{"at_least": 0}``, ``{"above": 0}``,
-``{"at_most": 1}``. A schema may define ``problems(self) -> list[str]`` for checks across its fields; it runs
-once every field has the right type. Task families declare their schemas with the same plain metadata (tasks do
-not import experiments).
+default is required, and a field's metadata bounds it: ``{"at_least": 0}``, ``{"above": 0}``, ``{"at_most": 1}``;
+every number has an upper bound that a run can reach (experiments.config.bounds). A schema may define
+``problems(self) -> list[str]`` for checks across its fields; it runs once every field has the right type. Task
+families declare their schemas with the same plain metadata (tasks do not import experiments).
 
 ``section_problems`` returns one message per bad value: unknown keys (naming the closest valid ones), missing
 keys, wrong types, values out of range, inconsistent fields.
@@ -67,7 +67,10 @@ def value_problem(dotted: str, value: Any, annotation: Any, metadata: Mapping[st
 
 
 def within(value: Any, bound: str, limit: float) -> bool:
-    values = value if isinstance(value, list) else [value]
+    """Whether the number ``value``, or every number of the list, keeps the bound; other values (a choice such as
+    devices "auto") have none."""
+    values = [item for item in (value if isinstance(value, list) else [value])
+              if isinstance(item, (int, float)) and not isinstance(item, bool)]
     if bound == "at_least":
         return all(item >= limit for item in values)
     if bound == "above":

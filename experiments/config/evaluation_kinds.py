@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from experiments.config.config_schema import section_problems
-from experiments.config.run_schema import AT_LEAST_ONE
+from experiments.config.bounds import BATCH, EVALUATED_TOKENS, LENGTH, MAX_MEMORY_MIB, SAMPLES
 from tasks.lm.paloma import HUB_ID, SOURCES, SPLITS
 
 
@@ -37,8 +37,8 @@ class PalomaSettings:
     location: str = HUB_ID
     split: Literal[SPLITS] = "val"
     sources: list[str] = field(default_factory=lambda: list(SOURCES))
-    window: int = field(default=2048, metadata=AT_LEAST_ONE)
-    tokens_per_batch: int = field(default=16384, metadata=AT_LEAST_ONE)
+    window: int = field(default=2048, metadata=LENGTH)
+    tokens_per_batch: int = field(default=16384, metadata=EVALUATED_TOKENS)
     precision: Literal["bf16-mixed", "32-true"] = "bf16-mixed"
 
     def problems(self) -> list[str]:
@@ -70,7 +70,7 @@ class LmevalSettings:
 
     tasks: list[str] = field(default_factory=lambda: list(DOWNSTREAM_TASKS))
     precisions: list[Literal[PRECISIONS]] = field(default_factory=lambda: list(PRECISIONS))
-    limit: int | None = field(default=None, metadata=AT_LEAST_ONE)
+    limit: int | None = field(default=None, metadata=SAMPLES)
     task_dir: str | None = None
 
     def problems(self) -> list[str]:
@@ -103,9 +103,9 @@ class ContextExtrapolationSettings:
     sequence in one pass (the paper's Llama, no position interpolation), its memory growing with it. ``precision``
     as PalomaSettings'."""
 
-    chunk: int = field(default=2048, metadata=AT_LEAST_ONE)
-    tokens: int = field(default=16 * 16384, metadata=AT_LEAST_ONE)
-    batch_size: int = field(default=1, metadata=AT_LEAST_ONE)
+    chunk: int = field(default=2048, metadata=LENGTH)
+    tokens: int = field(default=16 * 16384, metadata=EVALUATED_TOKENS)
+    batch_size: int = field(default=1, metadata=BATCH)
     precision: Literal["bf16-mixed", "32-true"] = "bf16-mixed"
 
     def sequences(self, context_length: int) -> int:
@@ -134,10 +134,10 @@ class GenerationTimeSettings:
     (bf16-true: the model in bfloat16). An artifact's grid sets ``length`` (``evaluate.settings.length``), one run
     per length. Before the timed generation, ``warmup`` tokens are generated once (allocator, caches, kernels)."""
 
-    length: int = field(default=2048, metadata=AT_LEAST_ONE)
-    prefill: int = field(default=16, metadata=AT_LEAST_ONE)
-    batch_size: int = field(default=1, metadata=AT_LEAST_ONE)
-    warmup: int = field(default=16, metadata=AT_LEAST_ONE)
+    length: int = field(default=2048, metadata=LENGTH)
+    prefill: int = field(default=16, metadata=LENGTH)
+    batch_size: int = field(default=1, metadata=BATCH)
+    warmup: int = field(default=16, metadata=LENGTH)
     precision: Literal[GENERATION_PRECISIONS] = "32-true"
 
     def evaluated_tokens(self, task: dict) -> int:
@@ -153,11 +153,11 @@ class DecodingThroughputSettings:
     first decoding steps, when a static cache and a recurrent state already hold all they ever will) exceeds it is
     recorded as out of memory, its throughput not measured; on a GPU an allocation that fails is recorded so too."""
 
-    batch_size: int = field(default=1, metadata=AT_LEAST_ONE)
-    length: int = field(default=2048, metadata=AT_LEAST_ONE)
-    prefill: int = field(default=16, metadata=AT_LEAST_ONE)
-    warmup: int = field(default=4, metadata=AT_LEAST_ONE)
-    memory_limit_mib: float | None = field(default=None, metadata=AT_LEAST_ONE)
+    batch_size: int = field(default=1, metadata=BATCH)
+    length: int = field(default=2048, metadata=LENGTH)
+    prefill: int = field(default=16, metadata=LENGTH)
+    warmup: int = field(default=4, metadata=LENGTH)
+    memory_limit_mib: float | None = field(default=None, metadata={"at_least": 1, "at_most": MAX_MEMORY_MIB})
     precision: Literal[GENERATION_PRECISIONS] = "32-true"
 
     def evaluated_tokens(self, task: dict) -> int:

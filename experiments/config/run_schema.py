@@ -8,6 +8,10 @@ backbone's own config dataclass (models.catalog).
 from dataclasses import dataclass, field
 from typing import Literal
 
+from experiments.config.bounds import (BATCH, CLIP_NORM, MAX_BLOCKS, MAX_DEVICES, MAX_EMBEDDING_DIM, MAX_NODES,
+                                       MAX_THREADS, NOT_NEGATIVE_RATE, RATE, SEED, SLEEP_SECONDS, STEPS,
+                                       STEPS_FROM_ZERO)
+
 # Lightning's precision strings (lightning.fabric.connector._PRECISION_INPUT_STR), accelerators and strategies
 # (its StrategyRegistry), copied so that a config is checked without importing Lightning; a test keeps them equal.
 PRECISIONS = ("transformer-engine", "transformer-engine-float16", "16-true", "16-mixed", "bf16-true", "bf16-mixed",
@@ -28,9 +32,6 @@ LOGGERS = ("csv", "tensorboard", "wandb")
 FSDP_SHARDING = ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")
 SCALES = ("smoke", "mini", "paper", "adhoc")
 
-POSITIVE = {"above": 0}
-NOT_NEGATIVE = {"at_least": 0}
-AT_LEAST_ONE = {"at_least": 1}
 FRACTION = {"at_least": 0, "at_most": 1}
 
 INITIAL = "initial"  # an evaluation at the model's initial weights: no checkpoint loaded (kinds measuring time, memory)
@@ -42,8 +43,8 @@ class ModelSection:
     """configs/model/*.yaml: the backbone by registry name, its size and its own options."""
 
     name: str
-    embedding_dim: int = field(metadata=AT_LEAST_ONE)
-    num_blocks: int = field(metadata=AT_LEAST_ONE)
+    embedding_dim: int = field(metadata={"at_least": 1, "at_most": MAX_EMBEDDING_DIM})
+    num_blocks: int = field(metadata={"at_least": 1, "at_most": MAX_BLOCKS})
     options: dict = field(default_factory=dict)
     # the decoder's weight is the token embedding (zoology's language models tie them; the paper's associative-recall
     # "Mamba" vs "Mamba (noWT)"); the model configs leave it out (false), so their run ids stay as they were
@@ -65,16 +66,16 @@ class OptimConfig:
     configs/optim/adamw.yaml has none of the keys it does not use, so the run ids of its runs stay as they were.
     """
 
-    lr: float = field(metadata=POSITIVE)
+    lr: float = field(metadata=RATE)
     betas: list[float] = field(metadata=FRACTION)
-    eps: float = field(metadata=POSITIVE)
-    weight_decay: float = field(metadata=NOT_NEGATIVE)
+    eps: float = field(metadata=RATE)
+    weight_decay: float = field(metadata=NOT_NEGATIVE_RATE)
     warmup_fraction: float | None = field(default=None, metadata=FRACTION)
-    min_lr: float | None = field(default=None, metadata=NOT_NEGATIVE)
-    warmup_steps: int | None = field(default=None, metadata=NOT_NEGATIVE)
-    decay_steps: int | None = field(default=None, metadata=AT_LEAST_ONE)
+    min_lr: float | None = field(default=None, metadata=NOT_NEGATIVE_RATE)
+    warmup_steps: int | None = field(default=None, metadata=STEPS_FROM_ZERO)
+    decay_steps: int | None = field(default=None, metadata=STEPS)
     min_lr_ratio: float | None = field(default=None, metadata=FRACTION)
-    restarts: int = field(default=0, metadata=NOT_NEGATIVE)
+    restarts: int = field(default=0, metadata=STEPS_FROM_ZERO)
 
     def problems(self) -> list[str]:
         problems = []
@@ -95,26 +96,27 @@ class OptimConfig:
 class TrainerConfig:
     """configs/trainer/default.yaml: the Lightning trainer, the batch and the run's bookkeeping."""
 
-    max_steps: int = field(metadata=AT_LEAST_ONE)
-    batch_size: int = field(metadata=AT_LEAST_ONE)
-    val_every_steps: int = field(metadata=AT_LEAST_ONE)
-    gradient_clip_val: float | None = field(metadata=NOT_NEGATIVE)
+    max_steps: int = field(metadata=STEPS)
+    batch_size: int = field(metadata=BATCH)
+    val_every_steps: int = field(metadata=STEPS)
+    gradient_clip_val: float | None = field(metadata=CLIP_NORM)
     precision: Literal[PRECISIONS]
     accelerator: Literal[ACCELERATORS]
-    devices: int | Literal["auto"] | list[int]
+    devices: int | Literal["auto"] | list[int] = field(metadata={"at_most": MAX_DEVICES})  # a count or indices
     strategy: Literal[STRATEGIES]
-    num_threads: int | None = field(metadata=AT_LEAST_ONE)  # null: torch's default (every core)
+    # null: torch's default (every core)
+    num_threads: int | None = field(metadata={"at_least": 1, "at_most": MAX_THREADS})
     logger: Literal[LOGGERS]
     checkpoint: bool
     # last.ckpt, which a killed run resumes from, every this many training steps; null: at every validation.
     # configs/trainer/default.yaml leaves it out, so the run ids of its runs stay as they were
-    checkpoint_every_steps: int | None = field(default=None, metadata=AT_LEAST_ONE)
+    checkpoint_every_steps: int | None = field(default=None, metadata=STEPS)
     # The keys below are absent from configs/trainer/default.yaml (a run id hashes the config): experiments.training.
     # distribution reads them with these defaults. batch_size is the global batch of an optimizer step; each process
     # loads micro_batch_size sequences at a time (null: batch_size / (devices x num_nodes), no accumulation) and
     # accumulates batch_size / (micro_batch_size x devices x num_nodes) of them.
-    micro_batch_size: int | None = field(default=None, metadata=AT_LEAST_ONE)
-    num_nodes: int = field(default=1, metadata=AT_LEAST_ONE)
+    micro_batch_size: int | None = field(default=None, metadata=BATCH)
+    num_nodes: int = field(default=1, metadata={"at_least": 1, "at_most": MAX_NODES})
     # torch.compile of the network: "auto" is the model's paper policy (models.catalog.training_policy) on CUDA only
     compile: bool | Literal["auto"] = "auto"
     fsdp_sharding: Literal[FSDP_SHARDING] = "SHARD_GRAD_OP"  # read when strategy is fsdp
@@ -154,8 +156,8 @@ class DebugConfig:
     environment variable XLSTM_SUITE_FAIL_AFTER_STEPS, leaving the run's id as it is); the others by the fake run
     functions of the sweep runner's tests (tests/sweep_fakes.py)."""
 
-    fail_after_steps: int | None = field(default=None, metadata=AT_LEAST_ONE)
-    sleep_seconds: float = field(default=0.0, metadata=NOT_NEGATIVE)
+    fail_after_steps: int | None = field(default=None, metadata=STEPS)
+    sleep_seconds: float = field(default=0.0, metadata=SLEEP_SECONDS)
     fail_model: str | None = None
     exit_model: str | None = None
 
@@ -169,7 +171,7 @@ class RunConfig:
     optim: dict
     trainer: dict
     debug: dict
-    seed: int = field(metadata=NOT_NEGATIVE)
+    seed: int = field(metadata=SEED)
     artifact: str | None
     scale: Literal[SCALES] | None
     evaluate: dict | None = None  # an evaluation-only run (EvaluateConfig); absent for a training run

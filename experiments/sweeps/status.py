@@ -13,9 +13,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from experiments.config.artifacts import SCALES, Artifact, PlannedRun, check_scale, known_artifacts, load_artifact, override_value
+from experiments.config.artifacts import (SCALES, Artifact, PlannedRun, artifact_files, check_scale, known_artifacts,
+                                         load_artifact, override_value)
 from experiments.config.run_schema import INITIAL
 from experiments.config.titles import title_of
+from experiments.paths import checked_folder
 from experiments.sweeps.claims import DEFAULT_STALE_AFTER_SECONDS
 from experiments.sweeps.compute_estimate import Accelerator, RunCompute, estimate_text, run_compute
 from experiments.sweeps.run_outcome import RunOutcome
@@ -43,6 +45,7 @@ def list_artifacts(
 ) -> Group:
     """A table with one row per artifact and scale (missing counts every planned run without result.json), then a
     line per damaged run naming its files."""
+    root = checked_folder(root, "--root")
     for scale in scales:
         check_scale(scale)
     table = Table(title=f"Run store {root}", box=box.SIMPLE_HEAD, padding=0, show_edge=False)  # one space between columns
@@ -51,13 +54,33 @@ def list_artifacts(
     for column in COLUMNS:
         table.add_column(column, justify="right", no_wrap=True)
     damaged: list[str] = []
-    for name in artifacts or known_artifacts():
-        artifact = load_artifact(name)
+    loaded, bad_files = load_artifacts(artifacts or known_artifacts())
+    for name, artifact in loaded.items():
+        if artifact is None:
+            table.add_row(name, "bad", *("-" for _ in COLUMNS))  # its file is named below the table
+            continue
         for scale in scales:
             counts, damage = status_counts(artifact, scale, root, stale_after_seconds)
             table.add_row(name, scale, *(str(counts[column]) for column in COLUMNS))
             damaged += damage
-    return Group(table, *(Text(line, overflow="fold") for line in damaged))
+    lines = [*damaged, *(f"bad artifact file: {problem}" for problem in bad_files)]
+    return Group(table, *(Text(line, overflow="fold") for line in lines))
+
+
+def load_artifacts(names: Sequence[str]) -> tuple[dict[str, Artifact | None], list[str]]:
+    """Each artifact by name (None for one whose file is bad), and a line per bad file naming it and its problem; an
+    unknown name raises ValueError (one line, the valid names), before any file is read."""
+    for name in names:
+        if name not in artifact_files():
+            load_artifact(name)  # raises, naming the valid choices
+    loaded, bad_files = {}, []
+    for name in names:
+        try:
+            loaded[name] = load_artifact(name)
+        except ValueError as error:
+            loaded[name] = None
+            bad_files.append(str(error))
+    return loaded, bad_files
 
 
 def status_counts(artifact: Artifact, scale: str, root: Path, stale_after_seconds: float) -> tuple[dict[str, int], list[str]]:
@@ -324,12 +347,15 @@ def list_command(arguments: argparse.Namespace) -> int:
     try:
         with console.status("planning every artifact's runs (composing their configs) ..."):
             table = list_artifacts(arguments.root, arguments.artifacts, arguments.scale or SCALES)
+        _, bad_files = load_artifacts(arguments.artifacts or known_artifacts())
     except ValueError as error:
         print(f"xlstm-suite list: error: {error}", file=sys.stderr)
         return 2
     console.print(table)
     console.print(COLUMN_NOTES, style="dim")
-    return 0
+    for problem in bad_files:  # listed with the others above, and an error all the same
+        print(f"xlstm-suite list: error: {problem}", file=sys.stderr)
+    return 2 if bad_files else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,7 +24,7 @@ from rich.console import Console
 from experiments.config.arguments import add_overrides_argument, add_scale_argument
 from experiments.config.artifacts import Artifact, PlannedRun, check_scale, load_artifact, override_value
 from experiments.config.configuration import CONFIGS, group_choices, load_yaml
-from experiments.paths import REPOSITORY_ROOT
+from experiments.paths import REPOSITORY_ROOT, checked_folder
 from experiments.sweeps.claims import CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, read_claim
 from experiments.sweeps.compute_estimate import Accelerator
 from experiments.sweeps.local_launcher import run_locally
@@ -63,11 +63,13 @@ def run_sweep(
     """Plan, then run what is not done; the exit code is non-zero if a run failed. Bad input raises ValueError.
     ``accelerator``: the GPU and utilisation a dry run's GPU-hours assume; ``where``: KEY=VALUE pairs, only the runs
     of the cells that have them (experiments.sweeps.run_subset)."""
+    root = checked_folder(root, "--root")
     artifact = artifact if isinstance(artifact, Artifact) else load_artifact(artifact)
     check_scale(scale)
     overrides, launcher_overrides = split_overrides(overrides)
     launcher_config = load_launcher(launcher, launcher_overrides)
-    jobs = check_jobs(jobs if jobs is not None else launcher_config.get("jobs", 1))
+    console = console or Console()
+    jobs = check_jobs(jobs if jobs is not None else launcher_config.get("jobs", 1), console)
     check_run_function(run_function)
     root = Path(root).resolve()
     subset = parse_where(where)
@@ -75,7 +77,6 @@ def run_sweep(
     grid_size = len(runs)
     if subset:
         runs = runs_where(runs, subset)
-    console = console or Console()
     if dry_run:
         print_plan(console, artifact, scale, runs, root, stale_after_seconds, verbose, accelerator, overrides)
         return 0
@@ -199,9 +200,17 @@ def load_launcher(name: str, overrides: Sequence[str] = ()) -> dict:
     return launcher
 
 
-def check_jobs(jobs: int) -> int:
+def check_jobs(jobs: int, console: Console) -> int:
+    """The local launcher's worker count: ValueError below 1; above the CPU cores this process may use, the core count,
+    with one line saying so (more workers than cores only share them, each with a run's memory)."""
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {jobs}")
+    # the cores this process may use: a SLURM job or a container may have fewer than the machine (Linux tells)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if jobs > cores:
+        console.print(f"--jobs {jobs} is more than the {cores} CPU cores here: running {cores} workers at a time",
+                      highlight=False)
+        return cores
     return jobs
 
 

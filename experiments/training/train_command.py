@@ -8,6 +8,7 @@ from rich.console import Console
 from experiments.config.artifacts import PlannedRun, run_id_of
 from experiments.config.configuration import compose_run_config
 from experiments.config.validation import validate_run_config
+from experiments.paths import checked_folder
 from experiments.sweeps.claims import heartbeat_seconds_for, holding
 from experiments.sweeps.run_store import DEFAULT_STALE_AFTER_SECONDS, RESULT_FILE, RUN_STORE, claim_run, \
     finished_result, run_directory, write_error, write_result, write_run_inputs
@@ -17,6 +18,7 @@ AD_HOC = "adhoc"  # scale and artifact of runs started outside a sweep
 
 def train_command(overrides: list[str], root: Path = RUN_STORE) -> int:
     console = Console()
+    root = checked_folder(root, "--root")
     config = compose_run_config(overrides)
     validate_run_config(config)
     run = PlannedRun(

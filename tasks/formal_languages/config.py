@@ -15,12 +15,12 @@ class FormalLanguageTaskConfig:
 
     name: Literal[tuple(FORMAL_LANGUAGE_TASKS)]
     family: Literal["formal_language"]
-    train_max_length: int = field(metadata={"at_least": 1})
-    eval_min_length: int = field(metadata={"at_least": 1})
-    eval_max_length: int = field(metadata={"at_least": 1})
-    data_seed: int = field(metadata={"at_least": 0})
-    val_samples: int = field(metadata={"at_least": 1})
-    test_samples: int = field(metadata={"at_least": 1})
+    train_max_length: int = field(metadata={"at_least": 1, "at_most": 1_048_576})
+    eval_min_length: int = field(metadata={"at_least": 1, "at_most": 1_048_576})
+    eval_max_length: int = field(metadata={"at_least": 1, "at_most": 1_048_576})
+    data_seed: int = field(metadata={"at_least": 0, "at_most": 4_294_967_295})
+    val_samples: int = field(metadata={"at_least": 1, "at_most": 10_000_000})
+    test_samples: int = field(metadata={"at_least": 1, "at_most": 10_000_000})
 
     def spec(self) -> TaskSpec:
         return get_task(self.name).spec

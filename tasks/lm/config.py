@@ -30,15 +30,18 @@ class LMTaskConfig:
     test_split: str | None
     holdout_fraction: float = field(metadata={"at_least": 0, "at_most": 0.5})
     tokenizer: Literal["gpt2"]
-    vocab_size: int  # the model's, at least the tokenizer's (GPT-2's 50,257 padded to 50,304)
-    context_length: int = field(metadata={"at_least": 1})
-    data_seed: int = field(metadata={"at_least": 0})
-    max_train_tokens: int | None = field(metadata={"at_least": 2})  # null: the whole training split
-    val_sequences: int = field(metadata={"at_least": 1})
-    test_sequences: int = field(metadata={"at_least": 1})
+    # the model's, at least the tokenizer's (GPT-2's 50,257 padded to 50,304)
+    vocab_size: int = field(metadata={"at_least": 1, "at_most": 1_048_576})
+    context_length: int = field(metadata={"at_least": 1, "at_most": 1_048_576})
+    data_seed: int = field(metadata={"at_least": 0, "at_most": 4_294_967_295})
+    # null: the whole training split; at most 10 trillion (the paper trains on 300 billion)
+    max_train_tokens: int | None = field(metadata={"at_least": 2, "at_most": 10_000_000_000_000})
+    val_sequences: int = field(metadata={"at_least": 1, "at_most": 10_000_000})
+    test_sequences: int = field(metadata={"at_least": 1, "at_most": 10_000_000})
     corpus_config: str | None = None
     documents: Literal[DOCUMENT_LAYOUTS] = "records"
-    frequency_edges: list[int] | None = None
+    # a token's count in the training tokens, so at most max_train_tokens' bound
+    frequency_edges: list[int] | None = field(default=None, metadata={"at_least": 0, "at_most": 10_000_000_000_000})
 
     def spec(self) -> TaskSpec:
         """Accuracy of guessing: one over the tokenizer's ids (the padding ids never occur); the frequency buckets'

@@ -22,7 +22,7 @@ class ImageTaskConfig:
     channels: Literal[1, 3]
     val_fraction: float = field(metadata={"above": 0, "at_most": 0.5})
     pooling: Literal["mean", "last"]
-    data_seed: int = field(metadata={"at_least": 0})
+    data_seed: int = field(metadata={"at_least": 0, "at_most": 4_294_967_295})
 
     def spec(self) -> TaskSpec:
         """Ten classes; guessing scores 0.1 (the paper's random baseline)."""

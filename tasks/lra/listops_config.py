@@ -27,10 +27,10 @@ class ListOpsTaskConfig(GeneratedSetsFields):
     name: Literal["lra_listops"]
     family: Literal["lra_listops"]
     source: str
-    max_depth: int = field(metadata={"at_least": 2})
-    max_args: int = field(metadata={"at_least": 2})
-    min_length: int = field(metadata={"at_least": 1})
-    max_length: int = field(metadata={"at_least": 1})  # also the longest release source accepted
+    max_depth: int = field(metadata={"at_least": 2, "at_most": 1_048_576})
+    max_args: int = field(metadata={"at_least": 2, "at_most": 1_048_576})
+    min_length: int = field(metadata={"at_least": 1, "at_most": 1_048_576})
+    max_length: int = field(metadata={"at_least": 1, "at_most": 1_048_576})  # also the longest release source accepted
 
     def spec(self) -> TaskSpec:
         """Ten classes, the values 0-9; guessing scores 0.1 (the paper's random baseline, Table lra_test_accuracy)."""

@@ -49,10 +49,10 @@ class PathfinderTaskConfig(GeneratedSetsFields):
     family: Literal["lra_pathfinder"]
     source: str
     difficulty: Literal["curv_baseline", "curv_contour_length_9", "curv_contour_length_14"]
-    min_paddles: int = field(metadata={"at_least": 1})
-    max_paddles: int = field(metadata={"at_least": 1})
+    min_paddles: int = field(metadata={"at_least": 1, "at_most": 1_048_576})
+    max_paddles: int = field(metadata={"at_least": 1, "at_most": 1_048_576})
     max_turn_degrees: float = field(metadata={"at_least": 0, "at_most": 90})
-    image_side: int = field(default=RELEASE_SIDE, metadata={"at_least": 1})
+    image_side: int = field(default=RELEASE_SIDE, metadata={"at_least": 1, "at_most": 1_024})
 
     def spec(self) -> TaskSpec:
         """Two classes; guessing scores 0.5 (the paper's random baseline)."""

@@ -18,9 +18,9 @@ class RetrievalTaskConfig:
     name: Literal["lra_retrieval"]
     family: Literal["lra_retrieval"]
     source: str
-    max_length: int = field(metadata={"at_least": 1})
+    max_length: int = field(metadata={"at_least": 1, "at_most": 1_048_576})
     pooling: Literal["mean", "last"]
-    data_seed: int = field(metadata={"at_least": 0})  # the training order
+    data_seed: int = field(metadata={"at_least": 0, "at_most": 4_294_967_295})  # the training order
 
     def spec(self) -> TaskSpec:
         """Two classes; guessing scores 0.5 (the paper's random baseline)."""

@@ -35,7 +35,7 @@ class GeneratedSetsFields:
     its sets and training order, and the sizes of its generated sets (a release has its own)."""
 
     pooling: Literal["mean", "last"]
-    data_seed: int = field(metadata={"at_least": 0})
-    train_samples: int = field(metadata={"at_least": 1})
-    val_samples: int = field(metadata={"at_least": 1})
-    test_samples: int = field(metadata={"at_least": 1})
+    data_seed: int = field(metadata={"at_least": 0, "at_most": 4_294_967_295})
+    train_samples: int = field(metadata={"at_least": 1, "at_most": 10_000_000})
+    val_samples: int = field(metadata={"at_least": 1, "at_most": 10_000_000})
+    test_samples: int = field(metadata={"at_least": 1, "at_most": 10_000_000})

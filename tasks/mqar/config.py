@@ -34,15 +34,17 @@ class MQARTaskConfig:
 
     name: Literal["mqar"]
     family: Literal["mqar"]
-    vocab_size: int  # bounded by layout_problems: num_kv_pairs distinct keys in [1, vocab_size // 2)
-    context_length: int = field(metadata={"at_least": 4})
-    num_kv_pairs: int = field(metadata={"at_least": 1})
-    power_a: float = field(metadata={"above": 0})
+    # also bounded by layout_problems: num_kv_pairs distinct keys in [1, vocab_size // 2)
+    vocab_size: int = field(metadata={"at_least": 1, "at_most": 1_048_576})
+    context_length: int = field(metadata={"at_least": 4, "at_most": 1_048_576})
+    num_kv_pairs: int = field(metadata={"at_least": 1, "at_most": 1_048_576})
+    # gap g weighs (g + 1)^(power_a - 1): up to 50 the weights of a 2^20-token context stay finite in float64
+    power_a: float = field(metadata={"above": 0, "at_most": 50})
     random_non_queries: bool
-    data_seed: int = field(metadata={"at_least": 0})
-    train_samples: int = field(metadata={"at_least": 1})
-    val_samples: int = field(metadata={"at_least": 1})
-    test_samples: int = field(metadata={"at_least": 1})
+    data_seed: int = field(metadata={"at_least": 0, "at_most": 4_294_967_295})
+    train_samples: int = field(metadata={"at_least": 1, "at_most": 10_000_000})
+    val_samples: int = field(metadata={"at_least": 1, "at_most": 10_000_000})
+    test_samples: int = field(metadata={"at_least": 1, "at_most": 10_000_000})
 
     def spec(self) -> TaskSpec:
         """Accuracy of guessing: 1 / (number of value tokens). Every target is a value token, and a guess that

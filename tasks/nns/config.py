@@ -24,13 +24,14 @@ class NNSTaskConfig:
 
     name: Literal["nns"]
     family: Literal["nns"]
-    vector_dim: int = field(metadata={"at_least": 2})  # 1 would make the unit vectors +-1: ties everywhere
-    min_length: int = field(metadata={"at_least": 2})  # the key and at least one vector to search
-    max_length: int = field(metadata={"at_least": 2})
-    data_seed: int = field(metadata={"at_least": 0})
-    train_samples: int = field(metadata={"at_least": 1})
-    val_samples: int = field(metadata={"at_least": 1})
-    test_samples: int = field(metadata={"at_least": 1})
+    # 1 would make the unit vectors +-1: ties everywhere
+    vector_dim: int = field(metadata={"at_least": 2, "at_most": 65_536})
+    min_length: int = field(metadata={"at_least": 2, "at_most": 1_048_576})  # the key and at least one vector to search
+    max_length: int = field(metadata={"at_least": 2, "at_most": 1_048_576})
+    data_seed: int = field(metadata={"at_least": 0, "at_most": 4_294_967_295})
+    train_samples: int = field(metadata={"at_least": 1, "at_most": 10_000_000})
+    val_samples: int = field(metadata={"at_least": 1, "at_most": 10_000_000})
+    test_samples: int = field(metadata={"at_least": 1, "at_most": 10_000_000})
 
     def spec(self) -> TaskSpec:
         """Real-valued inputs (the vector and its value) and one real output, scored by its squared error."""
