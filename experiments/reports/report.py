@@ -2,11 +2,13 @@
 the per-run results behind them (.runs.csv).
 
 A report never destroys results: an artifact without finished runs at the scale writes nothing, and an existing
-report is replaced only by one with at least as many finished cells (or with ``--force``).
+report is replaced only by one with at least as many finished cells (or with ``--force``), checked under a lock on
+the report folder at the moment of replacement: of two reports racing to the same folder, the one with fewer cells
+says so and is not written.
 """
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +29,7 @@ from experiments.reports.paper_numbers import PAPER_ROW, paper_numbers_of, print
 from experiments.reports.parameter_counts import with_parameter_counts
 from experiments.reports.report_text import figure_title, markdown
 from experiments.reports.selection import merged_runs, select_cells
-from experiments.reports.staging import publish, staging_folder, terminate_as_exit
+from experiments.reports.staging import locked, publish, staging_folder, terminate_as_exit
 from experiments.run_metrics import PARAMETERS_METRIC
 from experiments.sweeps.run_store import DIVERGED_METRIC, runs_frame
 
@@ -128,19 +130,39 @@ def write_report(name: str, scale: str, root: Path, destination: Path, extra_ove
     if finished == 0:
         return ReportOutcome("empty", f"{name} ({scale}): no finished runs of its {len(planned)} planned runs; "
                                       f"nothing written (run `xlstm-suite sweep {name} --scale {scale}` first)")
+    def refusal() -> str | None:
+        return replacement_refusal(stem, finished, len(table), force)
+
+    if (kept := refusal()) is not None:  # before the figures are drawn; checked again when the files replace it
+        return ReportOutcome("kept", f"{name} ({scale}): {kept}")
+    try:
+        paths = write_files(artifact, planned, runs, table, scale, stem, extra_overrides, refusal)
+    except ReplacedMeanwhile as kept:
+        return ReportOutcome("kept", f"{name} ({scale}): not written: another report replaced it meanwhile; {kept}")
+    return ReportOutcome("written", f"{name} ({scale}): {finished} of {len(table)} cells finished", paths)
+
+
+def replacement_refusal(stem: Path, finished: int, cells: int, force: bool) -> str | None:
+    """Why a report of ``finished`` of ``cells`` finished cells must not replace the one at ``stem``: it has more
+    (``force`` replaces it anyway); None when there is none or it has no more."""
     existing = finished_cells(stem.with_suffix(".csv"))
-    if existing is not None and finished < existing and not force:
-        return ReportOutcome("kept", f"{name} ({scale}): kept {stem.with_suffix('.md')}: it has {existing} finished "
-                                     f"cells, this report would have {finished} of {len(table)}; finish the missing "
-                                     "runs, or pass --force to replace it")
-    return ReportOutcome("written", f"{name} ({scale}): {finished} of {len(table)} cells finished",
-                         write_files(artifact, planned, runs, table, scale, stem, extra_overrides))
+    if existing is None or finished >= existing or force:
+        return None
+    return (f"kept {stem.with_suffix('.md')}: it has {existing} finished cells, this report would have {finished} of "
+            f"{cells}; finish the missing runs, or pass --force to replace it")
+
+
+class ReplacedMeanwhile(Exception):
+    """A report written while this one was drawn has more finished cells; the message says which."""
 
 
 def write_files(artifact: Artifact, planned: Sequence[PlannedRun], runs: pd.DataFrame, table: pd.DataFrame,
-                scale: str, stem: Path, extra_overrides: Sequence[str]) -> list[Path]:
+                scale: str, stem: Path, extra_overrides: Sequence[str],
+                refusal: Callable[[], str | None]) -> list[Path]:
     """The per-run results, the cell table, the figure and the page, written into a staging folder and then moved
-    into place together (a report killed midway leaves the previous one whole)."""
+    into place together (a report killed midway leaves the previous one whole). They replace the existing report
+    only if ``refusal()``, asked under a lock on the folder at the moment of replacement, has no objection (a report
+    written meanwhile may have more finished cells): ReplacedMeanwhile otherwise."""
     with staging_folder(stem.parent) as staging:
         staged = staging / stem.name
         write_committed(committed_path(staged), per_run_rows(runs, artifact.cell_keys(scale)))
@@ -157,7 +179,10 @@ def write_files(artifact: Artifact, planned: Sequence[PlannedRun], runs: pd.Data
             detail.to_csv(detail_csv, index_label="name")
             page += "\n" + detail_markdown(artifact.layout, runs, artifact.selection["mode"], detail_csv.name)
         staged.with_suffix(".md").write_text(page)
-        published = publish(staging, stem.parent)
+        with locked(stem.parent):
+            if (kept := refusal()) is not None:
+                raise ReplacedMeanwhile(kept)
+            published = publish(staging, stem.parent)
     return sorted(published, key=lambda path: REPORT_FILE_ORDER.index(path.name.removeprefix(stem.name)))
 
 

@@ -1,10 +1,12 @@
 """Files that appear together or not at all: written into a staging folder beside their destination, then renamed
-into place one after the other (renames within a filesystem: microseconds apart).
+into place one after the other (renames within a filesystem: microseconds apart), under a lock on the destination
+where the writer decides first whether to replace what is there.
 
 A staging folder is removed on every way out that runs Python code (an error, Ctrl-C, SIGTERM with
 ``terminate_as_exit``); one left by a process killed outright (SIGKILL) is removed by the next staging in the same
 folder, once its process is gone."""
 
+import fcntl
 import os
 import shutil
 import signal
@@ -37,6 +39,20 @@ def publish(folder: Path, destination: Path) -> list[Path]:
         os.replace(staged, destination / staged.name)
         published.append(destination / staged.name)
     return published
+
+
+@contextmanager
+def locked(destination: Path) -> Iterator[None]:
+    """An exclusive lock on the folder ``destination`` while inside: writers that decide whether to replace its files
+    and then replace them take turns. fcntl.flock on the folder itself: no lock file is left beside the files, and the
+    lock goes with the descriptor, so a killed holder frees it (POSIX fcntl locks would need the folder open for
+    writing, which a folder cannot be)."""
+    descriptor = os.open(destination, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
 
 
 def remove_abandoned(destination: Path) -> None:
