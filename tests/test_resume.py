@@ -135,7 +135,7 @@ def test_a_run_killed_in_a_validation_repeats_it(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("damage", ["truncated", "not a checkpoint", "another config"])
-def test_a_damaged_last_checkpoint_is_reported_and_the_run_starts_fresh(tmp_path, monkeypatch, capsys, damage):
+def test_a_damaged_last_checkpoint_is_reported_and_the_run_resumes_from_its_best(tmp_path, monkeypatch, capsys, damage):
     run = planned([*PARITY, "+trainer.checkpoint_every_steps=1"])
     assert execute_run(run, tmp_path / "uninterrupted").status == "done"
     monkeypatch.setenv(FAIL_AFTER_STEPS_VARIABLE, "5")
@@ -154,11 +154,12 @@ def test_a_damaged_last_checkpoint_is_reported_and_the_run_starts_fresh(tmp_path
     capsys.readouterr()
     assert execute_run(run, tmp_path / "killed").status == "done"
     output = capsys.readouterr().out
-    [line] = [line for line in output.splitlines() if "resuming" in line]
+    [line, resumed] = [line for line in output.splitlines() if "resuming" in line]
     reason = {"truncated": "cannot be read", "not a checkpoint": "cannot be read",
               "another config": "was written by another run config"}[damage]
-    assert line.startswith(f"not resuming {run_dir}: {last} {reason}") and line.endswith("training from step 0")
-    assert "step 0/8 " in output.split(line)[1]
+    assert line.startswith(f"not resuming {run_dir}: {last} {reason}")
+    assert line.endswith("resuming from another checkpoint")  # the best checkpoint, of the validation at step 3
+    assert resumed.startswith(f"resuming {run_dir} from step 3 (") and "step 3/8 " in output.split(resumed)[1]
     assert_equal_runs(run_dir, run_directory(run, tmp_path / "uninterrupted"))
 
 

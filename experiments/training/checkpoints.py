@@ -2,13 +2,18 @@
 the next attempt of a killed run resumes (model, optimizer, schedule, step, callbacks and loops, restored by
 Lightning; the data position follows from the restored step, tasks.training_position).
 
-One set per run: a fresh start removes what an earlier attempt left, a resume keeps only the two checkpoints its
-last.ckpt knows. Checkpoints are written atomically, so a kill mid-write leaves the previous last.ckpt, and a
-last.ckpt that cannot be this run's (unreadable, another config, another model) is reported and the run starts
-fresh: an attempt never trains on from a file it cannot trust.
+One set per run: a fresh start removes what an earlier attempt left, a resume keeps only the checkpoints the one it
+resumes from knows. Checkpoints are written atomically, so a kill mid-write leaves the previous last.ckpt. Every
+checkpoint is verified before it is used: torch.save writes a zip archive with a CRC-32 of each entry, which
+torch.load never checks (bytes changed inside a tensor load as other weights), so each entry is read back against its
+CRC first (zipfile's testzip). A checkpoint that cannot be this run's (damaged, unreadable, another config, another
+model, or naming a best checkpoint that is missing or damaged) is reported, and the run resumes from the newest
+sound one (last.ckpt, a SLURM requeue's hpc_ckpt, the best checkpoint), else starts fresh: an attempt never trains
+on from a file it cannot trust.
 """
 
 import shutil
+import zipfile
 from pathlib import Path
 from typing import NamedTuple
 
@@ -88,13 +93,14 @@ class ResumePoint(NamedTuple):
 
 
 def resume_point(run_dir: Path, config_yaml: str, module: torch.nn.Module) -> ResumePoint | None:
-    """The checkpoint of an earlier attempt of this run (same config, same model) with the most steps, to resume
-    from: ``last.ckpt``, or a ``hpc_ckpt_<n>.ckpt`` that Lightning wrote into the run directory when SLURM signalled
-    the job before its time limit and requeued it (it may be newer than last.ckpt). None for a fresh start, with
-    the earlier attempt's checkpoints removed. Each checkpoint left out, and the choice, is one line of the run's
-    output."""
+    """The sound checkpoint of an earlier attempt of this run (same config, same model) with the most steps, to
+    resume from: ``last.ckpt``, a ``hpc_ckpt_<n>.ckpt`` that Lightning wrote into the run directory when SLURM
+    signalled the job before its time limit and requeued it (it may be newer than last.ckpt), or the best checkpoint
+    (older than last.ckpt: the previous good one when last.ckpt is damaged). None for a fresh start, with the earlier
+    attempt's checkpoints removed. Each checkpoint left out, and the choice, is one line of the run's output."""
     checkpoints = run_dir / "checkpoints"
-    candidates = [path for path in [checkpoints / LAST, *sorted(run_dir.glob(HPC_CHECKPOINTS))] if path.exists()]
+    best = sorted(path for path in checkpoints.glob("*.ckpt") if path.name != LAST) if checkpoints.is_dir() else []
+    candidates = [path for path in [checkpoints / LAST, *sorted(run_dir.glob(HPC_CHECKPOINTS)), *best] if path.exists()]
     usable, problems = [], []
     for path in candidates:
         checkpoint, problem = _read(path, config_yaml, module)
@@ -110,18 +116,34 @@ def resume_point(run_dir: Path, config_yaml: str, module: torch.nn.Module) -> Re
         for path in run_dir.glob(HPC_CHECKPOINTS):
             path.unlink(missing_ok=True)
         return None
-    step, path, checkpoint = max(usable, key=lambda found: found[0])
-    if checkpoints.exists():
-        _remove_all_but(checkpoints, {LAST} | _best_checkpoint_names(checkpoint))
+    step, path, checkpoint = max(usable, key=lambda found: (found[0], found[1].name == LAST))
+    if checkpoints.exists():  # what the resumed attempt knows of; a damaged last.ckpt goes
+        sound_last = {LAST} if any(found.name == LAST for _, found, _ in usable) else set()
+        _remove_all_but(checkpoints, {path.name, *sound_last, *_best_checkpoint_names(checkpoint)})
     print(f"resuming {run_dir} from step {step} ({path.name})", flush=True)
     return ResumePoint(path, step)
 
 
-def _read(last: Path, config_yaml: str, module: torch.nn.Module) -> tuple[dict | None, str | None]:
-    """The checkpoint (its tensors memory-mapped, not read) and what makes it unfit to resume from, or None."""
+def checkpoint_damage(path: Path) -> str | None:
+    """What is wrong with a checkpoint file as the zip archive torch.save writes: an entry whose bytes do not match
+    its CRC-32, or an archive that cannot be read (truncated, overwritten); None if every entry is whole. Reads the
+    whole file (seconds for gigabytes, next to the minutes a resumed run saves)."""
     try:
-        checkpoint = torch.load(last, map_location="cpu", weights_only=False, mmap=True)
-    except Exception as error:  # a truncated or overwritten file fails in zipfile, pickle or torch, each its own way
+        with zipfile.ZipFile(path) as archive:
+            broken = archive.testzip()
+    except Exception as error:  # a damaged directory or header fails in zipfile, zlib or struct, each its own way
+        return f"cannot be read ({type(error).__name__}: {error})"
+    return f"is damaged: its entry {broken} does not match its CRC-32" if broken is not None else None
+
+
+def _read(path: Path, config_yaml: str, module: torch.nn.Module) -> tuple[dict | None, str | None]:
+    """The checkpoint (its tensors memory-mapped, not read) and what makes it unfit to resume from, or None."""
+    damage = checkpoint_damage(path)
+    if damage is not None:
+        return None, damage
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=False, mmap=True)
+    except Exception as error:  # a sound archive of something else fails in pickle or torch, each its own way
         return None, f"cannot be read ({type(error).__name__}: {error})"
     if not isinstance(checkpoint, dict) or not {"state_dict", "global_step"} <= checkpoint.keys():
         return None, "is not a Lightning checkpoint"
@@ -130,14 +152,22 @@ def _read(last: Path, config_yaml: str, module: torch.nn.Module) -> tuple[dict |
     shapes = {name: tuple(tensor.shape) for name, tensor in module.state_dict().items()}
     if {name: tuple(tensor.shape) for name, tensor in checkpoint["state_dict"].items()} != shapes:
         return None, "holds another model's weights"
+    checkpoints = path.parent if path.parent.name == "checkpoints" else path.parent / "checkpoints"  # hpc: run dir
+    for name in _best_checkpoint_names(checkpoint):  # the run's final metrics come from it
+        best = checkpoints / name
+        if not best.exists():
+            return None, f"names a best checkpoint {name} that is missing"
+        if best != path and (damage := checkpoint_damage(best)) is not None:
+            return None, f"names a best checkpoint {name} that {damage}"
     return checkpoint, None
 
 
 def _best_checkpoint_names(checkpoint: dict) -> set[str]:
-    """The file names of the best checkpoints the checkpoint callbacks' saved states point at."""
+    """The file names of the best checkpoints the saved states of the monitoring checkpoint callbacks point at (the
+    callbacks of last.ckpt monitor nothing; their "best" is last.ckpt itself)."""
     states = checkpoint.get("callbacks", {}).values()
     return {Path(state["best_model_path"]).name for state in states
-            if isinstance(state, dict) and state.get("best_model_path")}
+            if isinstance(state, dict) and state.get("monitor") and state.get("best_model_path")}
 
 
 def _remove_all_but(checkpoints: Path, keep: set[str]) -> None:

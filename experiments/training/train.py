@@ -17,7 +17,7 @@ from experiments.run_metrics import PARAMETERS_METRIC, count_parameters
 from experiments.sweeps.run_store import DIVERGED_AT_METRIC, DIVERGED_METRIC, finished_result
 from experiments.sweeps.training_runs import evaluated_checkpoints, named, training_directory, training_run_problem
 from experiments.training.checkpoints import (LAST, AtomicCheckpointIO, RunConfigInCheckpoint, checkpoint_callbacks,
-                                              resume_point, resumed_config_yaml)
+                                              checkpoint_damage, resume_point, resumed_config_yaml)
 from experiments.training.data import build_datamodule
 from experiments.training.distribution import cluster_plugins, compile_network, distributed_trainer_arguments
 from experiments.training.divergence import StopWhenDiverged
@@ -98,7 +98,7 @@ class TrainingRunMissing(RuntimeError):
 def training_checkpoint(config: DictConfig, run_dir: Path) -> tuple[Path, dict]:
     """The checkpoint file an evaluation-only run loads and its training run's result.json, found in the same run
     store as ``run_dir`` (<root>/<scale>/<artifact>/<run_id>); TrainingRunMissing naming the training run
-    (artifact, scale, cell, run id) when it is not finished or its checkpoint is missing."""
+    (artifact, scale, cell, run id) when it is not finished or its checkpoint is missing or damaged."""
     evaluate = OmegaConf.to_container(config.evaluate)
     root = Path(run_dir).parents[2]
     problem = training_run_problem(evaluate, root)
@@ -109,7 +109,11 @@ def training_checkpoint(config: DictConfig, run_dir: Path) -> tuple[Path, dict]:
     if OmegaConf.to_container(trained_model) != OmegaConf.to_container(config.model):
         raise TrainingRunMissing(f"{named(evaluate)} trained another model config than this run's: {trained_model} "
                                  f"vs {config.model}")
-    return evaluated_checkpoints(training_dir, evaluate["checkpoint"])[0], finished_result(training_dir)
+    checkpoint = evaluated_checkpoints(training_dir, evaluate["checkpoint"])[0]
+    if (damage := checkpoint_damage(checkpoint)) is not None:
+        raise TrainingRunMissing(f"{named(evaluate)}: its checkpoint {checkpoint} {damage}; remove {training_dir} "
+                                 f"and sweep {evaluate['artifact']} again")
+    return checkpoint, finished_result(training_dir)
 
 
 def run_evaluation(config: DictConfig, run_dir: Path) -> dict[str, float]:
