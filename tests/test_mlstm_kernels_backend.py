@@ -73,17 +73,19 @@ def test_auto_on_cpu_stays_torch(op):
     assert backends.resolve(op, "auto", CPU) is backends.resolve(op, "torch", CPU)
 
 
-def test_auto_on_cuda_picks_the_triton_kernels():
+def test_auto_on_cuda_tries_the_triton_kernels_first_after_their_probe():
     pytest.importorskip("triton")
-    assert backends.resolve("mlstm.chunkwise", "auto", CUDA) is adapter.chunkwise_triton
-    assert backends.resolve("mlstm.step", "auto", CUDA) is adapter.step_triton
+    for op, function in (("mlstm.chunkwise", adapter.chunkwise_triton), ("mlstm.step", adapter.step_triton)):
+        (first, *_) = backends.available(op, CUDA)
+        assert first.function is function and first.probed and first.packages == ("mlstm_kernels",)
+        assert dict(first.workarounds[0]) == {"DISABLE_LLVM_OPT": "1"}
     assert adapter.chunkwise_triton.args == (adapter.TRITON_CHUNKWISE_KERNEL,)
     assert adapter.step_triton.args == (adapter.TRITON_STEP_KERNEL,)
 
 
-def test_auto_on_cuda_without_the_package_is_torch(monkeypatch):
+def test_auto_on_cuda_without_the_package_skips_it(monkeypatch):
     monkeypatch.setattr(adapter, "_package_present", lambda: False)
-    assert backends.resolve("mlstm.chunkwise", "auto", CUDA) is backends.resolve("mlstm.chunkwise", "torch", CPU)
+    assert "mlstm_kernels" not in [backend.name for backend in backends.available("mlstm.chunkwise", CUDA)]
     with pytest.raises(RuntimeError, match="not available"):
         backends.resolve("mlstm.chunkwise", "mlstm_kernels", CUDA)
 

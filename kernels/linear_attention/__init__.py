@@ -6,7 +6,7 @@ Multi-head ops take (B, S, NH, D) tensors and keep a state (B, NH, DK, DV); HGRN
 Backends: ``"torch"`` everywhere and, on CUDA with flash-linear-attention installed, ``"fla"``.
 """
 
-from kernels.linear_attention import fla_backend  # noqa: F401  (registers the optional backend)
+from kernels.linear_attention import fla_backend, probe_cases  # noqa: F401  (register the optional backend, the probes)
 from kernels.linear_attention.gla import gla, gla_step
 from kernels.linear_attention.hgrn import hgrn, hgrn_step
 from kernels.linear_attention.hgrn2 import hgrn2, hgrn2_step

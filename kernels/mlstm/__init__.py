@@ -7,7 +7,7 @@ All forms compute the same h~ and final state; with no initial state the recurre
 C = n = 0 and m = -inf.
 """
 
-from kernels.mlstm import mlstm_kernels_backend  # noqa: F401  (registers the optional backend)
+from kernels.mlstm import mlstm_kernels_backend, probe_cases  # noqa: F401  (register the optional backend, the probes)
 from kernels.mlstm.triton import adapter as triton_adapter  # noqa: F401  (registers our Triton backend)
 from kernels.mlstm.chunkwise import chunkwise
 from kernels.mlstm.gates import MLSTMState

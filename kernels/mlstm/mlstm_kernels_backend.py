@@ -196,5 +196,7 @@ def step_with_kernel(kernel, q, k, v, i, f, *, state, forget_gate, eps):
 chunkwise_triton = functools.partial(chunkwise_with_kernel, TRITON_CHUNKWISE_KERNEL)
 step_triton = functools.partial(step_with_kernel, TRITON_STEP_KERNEL)
 
-register("mlstm.chunkwise", "mlstm_kernels", chunkwise_triton, is_available=_available, priority=10)
-register("mlstm.step", "mlstm_kernels", step_triton, is_available=_available, priority=10)
+# Triton 3.6's LLVM aborts compiling TFLA unless its optimiser is off (measured on an H200); the probe finds out
+_PROBED = dict(probed=True, packages=("mlstm_kernels",), workarounds=({"DISABLE_LLVM_OPT": "1"},))
+register("mlstm.chunkwise", "mlstm_kernels", chunkwise_triton, is_available=_available, priority=10, **_PROBED)
+register("mlstm.step", "mlstm_kernels", step_triton, is_available=_available, priority=10, **_PROBED)

@@ -49,4 +49,4 @@ def _on_cuda(device: torch.device) -> bool:
 
 
 register("slstm.scan", "torch_compile", scan_compiled, priority=-1)
-register("slstm.scan", "torch_compile_cuda", scan_compiled, is_available=_on_cuda, priority=10)
+register("slstm.scan", "torch_compile_cuda", scan_compiled, is_available=_on_cuda, priority=10, probed=True)
