@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch._dynamo.utils import counters
 
-from kernels.backends import resolve
+from kernels.backends import available, resolve
 from kernels.slstm import SLSTMState, compiled, initial_state
 from kernels.slstm.fused import scan_fused
 from kernels.slstm.scan import scan_autograd
@@ -62,8 +62,9 @@ def default_state(dtype=torch.float64) -> SLSTMState:
 def test_auto_compiles_on_cuda_only_and_both_are_selectable():
     assert resolve("slstm.scan", "auto", CPU) is scan_fused
     # on CUDA the Triton scan ranks above the compiled one where triton imports (the test extra installs it)
-    on_cuda = scan_triton if importlib.util.find_spec("triton") else compiled.scan_compiled
-    assert resolve("slstm.scan", "auto", CUDA) is on_cuda
+    on_cuda = [scan_triton, compiled.scan_compiled] if importlib.util.find_spec("triton") else [compiled.scan_compiled]
+    tried = [backend for backend in available("slstm.scan", CUDA) if backend.probed]
+    assert [backend.function for backend in tried] == on_cuda  # each after its probe (kernels.probe)
     assert resolve("slstm.scan", "torch_compile", CPU) is compiled.scan_compiled
     assert resolve("slstm.scan", "torch", CUDA) is scan_fused
 

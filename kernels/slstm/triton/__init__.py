@@ -1,7 +1,8 @@
 """Backend ``"triton"`` of op ``"slstm.scan"``: the sLSTM scan as one Triton launch forward and one backward.
 
-Registered for CUDA devices where triton imports, above ``"torch_compile_cuda"``; triton itself is imported only when
-the backend first runs, so importing ``kernels`` never needs it. Files: ``forward.py`` and ``backward.py`` (the
+Registered for CUDA devices where triton imports, above ``"torch_compile_cuda"``, behind the kernel probe
+(``kernels.probe``); triton itself is imported only when the backend first runs, so importing ``kernels`` never needs
+it. Files: ``forward.py`` and ``backward.py`` (the
 kernels), ``gate_math.py`` (their shared elementwise functions), ``function.py`` (the autograd node, buffers, tile
 sizes, the gradients of R and b), ``adapter.py`` (the op's signature, dtypes, fallback to torch).
 
@@ -61,4 +62,4 @@ def _available(device: torch.device) -> bool:
     return device.type == "cuda" and _triton_present()
 
 
-register("slstm.scan", "triton", scan_triton, is_available=_available, priority=20)
+register("slstm.scan", "triton", scan_triton, is_available=_available, priority=20, probed=True)
