@@ -14,13 +14,16 @@ compare. The cases cover ragged S, S = 1, several chunks and several blocks of e
 an initial state with an empty head (m = -inf), both forget gates, float32 and bfloat16, strided inputs, and a
 sequence run in two halves. More cases are marked slow.
 
-The tests marked gpu run the compiled kernels on CUDA at realistic shapes in this process.
+Without a GPU, a slow test also compiles every kernel for sm_90 (Triton's own ptxas) and checks that none spills
+registers. The tests marked gpu run the compiled kernels on CUDA at realistic shapes in this process.
 """
 
 import dataclasses
 import os
+import re
 import subprocess
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -36,7 +39,8 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
 LEAVES = ["q", "k", "v", "i", "f", "C0", "n0"]
 # several chunks, two row blocks per chunk, two blocks of a head dim of 48 (the second one ragged) everywhere
-SMALL_TILES = Tiling(chunk=32, step_block=16, key_block=32, value_block=32, state_key_block=32, state_value_block=32)
+SMALL_TILES = Tiling(chunk=32, step_block=16, key_block=32, value_block=32, state_key_block=32, state_value_block=32,
+                     state_step_block=16)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -294,8 +298,92 @@ def test_tiling_fits_the_head_dims():
     assert (tiling.chunk, tiling.step_block, tiling.key_block, tiling.value_block) == (128, 64, 64, 64)
     small = choose_tiling(S=45, DHK=24, DHV=24, heads=2, chunk_size=64, device=CPU)
     assert (small.chunk, small.key_block, small.value_block) == (64, 32, 32)
+    wide = choose_tiling(S=2048, DHK=384, DHV=384, heads=64, chunk_size=128, device=CPU, dtype=torch.float32)
+    assert (wide.step_block, wide.key_block, wide.value_block, wide.state_key_block) == (32, 32, 32, 32)
     with pytest.raises(ValueError, match="power of two"):
-        Tiling(chunk=48, step_block=16, key_block=16, value_block=16, state_key_block=16, state_value_block=16)
+        Tiling(chunk=48, step_block=16, key_block=16, value_block=16, state_key_block=16, state_value_block=16,
+               state_step_block=16)
+
+
+# --- compiled for the GPU, without one ------------------------------------------------------------------------------
+
+
+def recorded_launches(monkeypatch, dtype: torch.dtype, DH: int, S: int = 256):
+    """(kernel, arguments by name, launch options) of every launch of a forward and backward with an initial
+    state, recorded instead of run: the kernels are compiled, not executed, so CPU tensors do."""
+    triton = pytest.importorskip("triton")
+    from kernels.mlstm.triton import function
+
+    launches = []
+
+    class Recorder:
+        def __init__(self, kernel):
+            self.kernel = kernel
+
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                arguments = dict(zip(self.kernel.arg_names, args)) | {k: v for k, v in kwargs.items()
+                                                                       if k in self.kernel.arg_names}
+                options = {k: v for k, v in kwargs.items() if k not in self.kernel.arg_names}
+                launches.append((self.kernel, arguments, options))
+            return launch
+
+    for name, kernel in vars(function).copy().items():
+        if isinstance(kernel, triton.runtime.jit.JITFunction):
+            monkeypatch.setattr(function, name, Recorder(kernel))
+    B, NH = 1, 2
+    q, k, v = (torch.zeros(B, NH, S, DH, dtype=dtype, requires_grad=True) for _ in range(3))
+    i, f = (torch.zeros(B, NH, S, dtype=dtype, requires_grad=True) for _ in range(2))
+    C0, n0 = torch.zeros(B, NH, DH, DH, requires_grad=True), torch.zeros(B, NH, DH, requires_grad=True)
+    tiling = choose_tiling(S, DH, DH, B * NH, 128, CUDA, dtype) if torch.cuda.is_available() else \
+        choose_tiling(S, DH, DH, B * NH, 128, CPU, dtype)
+    h, C, n, _ = function.ChunkwiseMLSTMTriton.apply(q, k, v, i, f, C0, n0, torch.zeros(B, NH), False, 1e-6, tiling)
+    torch.autograd.grad(h.float().sum() + C.sum() + n.sum(), [q, k, v, i, f, C0, n0])
+    return launches
+
+
+def compile_for_sm90(kernel, arguments, options):
+    """The kernel compiled for sm_90 (H100, H200) with these arguments, by Triton's own ptxas: no GPU needed."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    pointer_types = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16"}
+
+    def argument_type(value):
+        if isinstance(value, torch.Tensor):
+            return pointer_types[value.dtype]
+        return {bool: "i1", int: "i32", float: "fp32"}[type(value)]
+
+    constexprs = {p.name: arguments[p.name] for p in kernel.params if p.is_constexpr}
+    signature = {name: "constexpr" if name in constexprs else argument_type(arguments[name])
+                 for name in kernel.arg_names}
+    return triton.compile(ASTSource(kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32), options=options)
+
+
+MAX_SPILLED_BYTES = 32
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:TRITON_DEFAULT_FP_FUSION is unset")  # Triton 3.9 on its coming default
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("DH", [128, 384])
+def test_kernels_compile_for_sm90_without_spilling_registers(monkeypatch, dtype, DH):
+    """Every kernel of a forward and backward compiles for sm_90 with the blocks the adapter chooses, and keeps
+    its values in registers: a stack frame means spilled registers (slow); the backward recurrence over whole
+    chunks of 128 steps spills 24 bytes at DH 384, a few registers, which we allow. Catches what the interpreter
+    cannot: code the compiler rejects, and tiles too large for the registers."""
+    import triton
+
+    cuobjdump = triton.knobs.nvidia.cuobjdump.path
+    launches = recorded_launches(monkeypatch, dtype, DH)
+    assert len({kernel.fn.__name__ for kernel, _, _ in launches}) == 11
+    for kernel, arguments, options in launches:
+        cubin = Path(tempfile.mkdtemp()) / f"{kernel.fn.__name__}.cubin"
+        cubin.write_bytes(compile_for_sm90(kernel, arguments, options).asm["cubin"])
+        usage = subprocess.run([cuobjdump, "-res-usage", str(cubin)], capture_output=True, text=True, check=True).stdout
+        stack = int(re.search(r"STACK:(\d+)", usage).group(1))
+        assert stack <= MAX_SPILLED_BYTES, f"{kernel.fn.__name__} spills {stack} bytes of registers: {usage}"
 
 
 # --- CUDA ------------------------------------------------------------------------------------------------------------

@@ -81,7 +81,7 @@ class ChunkwiseMLSTMTriton(torch.autograd.Function):
         chunk_states_kernel[state_grid](
             k, v, u, u_max, b, *initial, m_start, C_states, n_states, m_states, S, NC, NH, scale,
             *k.stride(), *v.stride(), *initial_strides,
-            DHK=DHK, DHV=DHV, L=L, BL=tiling.step_block, BK=tiling.state_key_block, BV=tiling.state_value_block,
+            DHK=DHK, DHV=DHV, L=L, BL=tiling.state_step_block, BK=tiling.state_key_block, BV=tiling.state_value_block,
             HAS_INITIAL_STATE=has_initial_state, PRECISION=precision, num_warps=NUM_WARPS,
         )
 
@@ -146,8 +146,9 @@ class ChunkwiseMLSTMTriton(torch.autograd.Function):
             q, dh, u_max, den, d_normaliser, m_states, C_states, n_states, dC_final, dn_final,
             dC_states, dn_states, boundary, S, NC, NH, BH,
             *q.stride(), *dh.stride(), *_strides(dC_final, 4, has_C_gradient), *_strides(dn_final, 3, has_n_gradient),
-            DHK=DHK, DHV=DHV, BK=tiling.state_key_block, BV=tiling.state_value_block,
-            HAS_FINAL_C_GRADIENT=has_C_gradient, HAS_FINAL_N_GRADIENT=has_n_gradient, PRECISION=precision, **sizes,
+            DHK=DHK, DHV=DHV, L=L, BL=tiling.state_step_block, BK=tiling.state_key_block, BV=tiling.state_value_block,
+            HAS_FINAL_C_GRADIENT=has_C_gradient, HAS_FINAL_N_GRADIENT=has_n_gradient, PRECISION=precision,
+            num_warps=NUM_WARPS,
         )
 
         score_gradients = torch.empty_like(scores)  # (BH, NC, L, L)

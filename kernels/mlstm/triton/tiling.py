@@ -16,7 +16,8 @@ STEP_BLOCK = 64  # rows and columns of a score tile: 64 x 64 as TFLA's kernels
 KEY_BLOCK = 64  # head-dim block of q and k in the matmuls over it
 VALUE_BLOCK = 64  # head-dim block of v, h and dh in the tiles and the sums over that dim
 STATE_BLOCK = 64  # block of C's sides in the recurrence across chunks
-FLOAT32_BLOCK = 32  # every block for float32 inputs
+STATE_STEP_BLOCK = 128  # steps per tile in the recurrence across chunks
+FLOAT32_BLOCK = 32  # every block for float32 inputs (steps per tile in the recurrence: 64)
 MAX_HEAD_DIM = 512
 
 
@@ -28,13 +29,16 @@ class Tiling:
     value_block: int  # BV: block of the v, h head dim
     state_key_block: int  # blocks of C (key side, value side) in the recurrence across chunks
     state_value_block: int
+    state_step_block: int  # steps per tile in the recurrence: a whole chunk where it fits, so that the loop
+    # over chunks is the innermost one and the compiler prefetches the next chunk's tiles during this one's
 
     def __post_init__(self):
         for name, size in vars(self).items():
             if size < MIN_BLOCK or size & (size - 1):
                 raise ValueError(f"tiling {name}={size} must be a power of two >= {MIN_BLOCK}")
-        if self.step_block > self.chunk:
-            raise ValueError(f"tiling step_block={self.step_block} must not exceed chunk={self.chunk}")
+        for name in ("step_block", "state_step_block"):
+            if getattr(self, name) > self.chunk:
+                raise ValueError(f"tiling {name}={getattr(self, name)} must not exceed chunk={self.chunk}")
 
 
 def next_power_of_two(x: int) -> int:
@@ -66,6 +70,7 @@ def choose_tiling(S: int, DHK: int, DHV: int, heads: int, chunk_size: int, devic
     chunk = kernel_chunk(chunk_size, S)
     wide = dtype == torch.float32
     step, key, value, state = (FLOAT32_BLOCK,) * 4 if wide else (STEP_BLOCK, KEY_BLOCK, VALUE_BLOCK, STATE_BLOCK)
+    state_step = 2 * FLOAT32_BLOCK if wide else STATE_STEP_BLOCK
     state_key, state_value = _dim_block(DHK, state), _dim_block(DHV, state)
     processors = _processors(device)
 
@@ -84,4 +89,5 @@ def choose_tiling(S: int, DHK: int, DHV: int, heads: int, chunk_size: int, devic
         value_block=_dim_block(DHV, value),
         state_key_block=state_key,
         state_value_block=state_value,
+        state_step_block=min(state_step, chunk),
     )
