@@ -7,7 +7,7 @@ from models.config_checks import check_choice, check_positive, config_from
 
 FORGET_GATES = ("sigmoid", "exp")
 # Kernel backends (kernels.mlstm / kernels.slstm register them; a test keeps these lists equal to the registry's)
-MLSTM_BACKENDS = ("auto", "torch", "torch_autograd", "mlstm_kernels")
+MLSTM_BACKENDS = ("auto", "torch", "torch_autograd", "mlstm_kernels", "triton")
 SLSTM_BACKENDS = ("auto", "torch", "torch_autograd", "torch_compile", "torch_compile_cuda", "triton")
 MLSTM_FORMULATIONS = ("parallel", "chunkwise", "recurrent")
 SLSTM_BIAS_INITS = ("powerlaw_blockdependent", "small_init", "standard")
