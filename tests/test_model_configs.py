@@ -34,7 +34,7 @@ CASES = {
                   ({"slstm_at": [0]}, r"places its sLSTM blocks itself")],
     "xlstm_1_0": [({"mlstm": {"num_heads": 1}}, None),
                   ({"mlstm": {"forget_gate": "tanh"}}, r"mlstm.forget_gate='tanh' is not valid"),
-                  ({"mlstm": {"backend": "triton"}}, r"mlstm.backend='triton' is not valid; valid choices"),
+                  ({"mlstm": {"backend": "cuda"}}, r"mlstm.backend='cuda' is not valid; valid choices"),
                   ({"embedding_dim": 40, "mlstm": {"num_heads": 3}}, r"divisible by mlstm.num_heads=3"),
                   ({"mlstm": {"forget_gate_input_dependent": False, "forget_gate_learnable_bias": False,
                               "forget_gate_bias_init": "infinity", "input_gate_bias_init": "zeros"}}, None),
