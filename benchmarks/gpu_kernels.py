@@ -17,7 +17,6 @@ shape, and the reason is printed to stderr.
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys

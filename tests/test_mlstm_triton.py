@@ -101,7 +101,8 @@ def make_inputs(case: Case, *, strided=False, device=CPU):
     inputs = [x.to(device).requires_grad_() for x in tensors]
     state = None
     if case.with_state:
-        C0, n0, m0 = torch.randn(B, NH, DH, DH, generator=g), torch.randn(B, NH, DH, generator=g), torch.randn(B, NH, generator=g)
+        C0, n0 = torch.randn(B, NH, DH, DH, generator=g), torch.randn(B, NH, DH, generator=g)
+        m0 = torch.randn(B, NH, generator=g)
         m0[0, 0] = float("-inf")
         state = MLSTMState(C0.to(device).requires_grad_(), n0.to(device).requires_grad_(), m0.to(device))
     upstream = [torch.randn(B, NH, S, DH, generator=g), torch.randn(B, NH, DH, DH, generator=g),
@@ -270,10 +271,12 @@ def test_registered_for_cuda_only():
 
 def test_importing_the_suite_imports_no_triton():
     code = "import sys, kernels.mlstm; assert 'triton' not in sys.modules, 'triton imported'"
-    subprocess.run([sys.executable, "-c", code], cwd=REPOSITORY, check=True, env={**os.environ, "PYTHONPATH": str(REPOSITORY)})
+    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
+    subprocess.run([sys.executable, "-c", code], cwd=REPOSITORY, check=True, env=environment)
 
 
-@pytest.mark.parametrize("dtype, DH, reason", [(torch.float64, 16, "dtype torch.float64"), (torch.float32, 520, "head dim 520")])
+@pytest.mark.parametrize("dtype, DH, reason", [(torch.float64, 16, "dtype torch.float64"),
+                                               (torch.float32, 520, "head dim 520")])
 def test_unsupported_inputs_fall_back_to_torch_with_one_warning(monkeypatch, dtype, DH, reason):
     monkeypatch.setattr(adapter, "_warned", set())
     case = Case(S=5, DH=DH, dtype=str(dtype).removeprefix("torch."))

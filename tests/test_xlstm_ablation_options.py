@@ -20,7 +20,8 @@ from models.xlstm.presets import stack_config
 FORMULATIONS = ("parallel", "chunkwise", "recurrent")
 # every backend of every form but mlstm_kernels and triton (GPU backends)
 CPU_BACKENDS = [(formulation, backend) for formulation in FORMULATIONS
-                for backend in ["auto", *backends_of(f"mlstm.{formulation}")] if backend not in ("mlstm_kernels", "triton")]
+                for backend in ["auto", *backends_of(f"mlstm.{formulation}")]
+                if backend not in ("mlstm_kernels", "triton")]
 # Table ablstudies (bottom), row by row: (forget: input dependent, learnable bias, bias init), (input: the same)
 PAPER_GATING = {
     "No Gates, forget bias +inf": ((False, False, "infinity"), (False, False, "zeros")),

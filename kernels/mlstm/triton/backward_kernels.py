@@ -83,7 +83,8 @@ def score_gradients_kernel(
             value_valid = value_start + values < DHV
             dh_tile = tl.load(dh_rows + (value_start + values[None, :]) * stride_dh_dim,
                               mask=row_valid[:, None] & value_valid[None, :], other=0.0)  # (BL, BV)
-            v_tile = tl.load(v_head + column_time[None, :] * stride_v_time + (value_start + values[:, None]) * stride_v_dim,
+            v_tile = tl.load(v_head + column_time[None, :] * stride_v_time
+                             + (value_start + values[:, None]) * stride_v_dim,
                              mask=(column_time < S)[None, :] & value_valid[:, None], other=0.0)  # (BV, BL)
             dnum = (dh_tile.to(tl.float32) * inverse_den[:, None]).to(v_tile.dtype)
             dnum_dot_v += matmul(dnum, v_tile, PRECISION)
@@ -147,7 +148,8 @@ def query_gradients_kernel(
     tl.store(q_dq + (key_block * BH + head_index).to(tl.int64) * NC * L + chunk * L + rows,
              tl.sum(q_tile.to(tl.float32) * dq_tile, axis=1))
     tl.store(dq + batch.to(tl.int64) * stride_dq_batch + head * stride_dq_head + row_time[:, None] * stride_dq_time
-             + keys[None, :] * stride_dq_dim, dq_tile.to(dq.dtype.element_ty), mask=row_valid[:, None] & key_valid[None, :])
+             + keys[None, :] * stride_dq_dim, dq_tile.to(dq.dtype.element_ty),
+             mask=row_valid[:, None] & key_valid[None, :])
 
 
 @triton.jit
@@ -205,8 +207,9 @@ def key_gradients_kernel(
         q_tile = tl.load(q_head + row_time[:, None] * stride_q_time + keys[None, :] * stride_q_dim,
                          mask=(row_time < S)[:, None] & key_valid[None, :], other=0.0)  # (BL, BK)
         dk_tile += matmul(dS_transposed, q_tile, PRECISION)
-    k_tile = tl.load(k + batch.to(tl.int64) * stride_k_batch + head * stride_k_head + column_time[:, None] * stride_k_time
-                     + keys[None, :] * stride_k_dim, mask=column_valid[:, None] & key_valid[None, :], other=0.0)
+    k_tile = tl.load(k + batch.to(tl.int64) * stride_k_batch + head * stride_k_head
+                     + column_time[:, None] * stride_k_time + keys[None, :] * stride_k_dim,
+                     mask=column_valid[:, None] & key_valid[None, :], other=0.0)
     tl.store(k_dk + (key_block * BH + head_index).to(tl.int64) * NC * L + chunk * L + columns,
              tl.sum(k_tile.to(tl.float32) * dk_tile, axis=1))
     tl.store(dk + batch.to(tl.int64) * stride_dk_batch + head * stride_dk_head + column_time[:, None] * stride_dk_time
