@@ -1,7 +1,6 @@
 """Paper artifacts (configs/paper/<name>.yaml): their grids, expanded per scale into planned runs."""
 
 import dataclasses
-import hashlib
 import itertools
 import os
 from dataclasses import dataclass, field
@@ -13,9 +12,10 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from experiments.config.cell_composer import CellComposer
-from experiments.config.configuration import CONFIGS, ConfigError, compose_run_config, config_yaml, load_yaml
+from experiments.config.configuration import CONFIGS, ConfigError, compose_run_config, load_yaml
 from experiments.config.evaluation_kinds import EVALUATION_KINDS, resolved_settings, settings_problems, task_problems
 from experiments.config.report_layouts import report_layout
+from experiments.config.run_identity import run_id_of
 from experiments.config.run_schema import CHECKPOINTS, INITIAL
 from experiments.config.validation import validate_run_config
 from models.catalog import known_backbones
@@ -460,11 +460,6 @@ def plan_run(artifact: str, scale: str, cell: dict[str, Any], overrides: list[st
 
 def model_is_registered(model: str) -> bool:
     return model in known_backbones()
-
-
-def run_id_of(config: DictConfig) -> str:
-    """The first 12 hex digits of the sha256 of the resolved config's YAML (keys sorted)."""
-    return hashlib.sha256(config_yaml(config).encode()).hexdigest()[:12]
 
 
 def check_distinct(runs: list[PlannedRun], extra_overrides: Sequence[str]) -> None:
