@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
+from tasks.evaluation_loader import evaluation_loader
 from tasks.training_position import TrainingPosition, micro_batch_size, training_position
 
 TRAIN_STREAM, VALIDATION_STREAM, TEST_STREAM, TRAIN_ORDER_STREAM = 0, 1, 2, 3
@@ -96,10 +97,10 @@ class FixedSetsDataModule(lightning.LightningDataModule):
                           batch_size=None)
 
     def val_dataloader(self) -> DataLoader:
-        return DataLoader(self._evaluation_batches(VALIDATION_STREAM), batch_size=None)
+        return evaluation_loader(self, self._evaluation_batches(VALIDATION_STREAM))
 
     def test_dataloader(self) -> DataLoader:
-        return DataLoader(self._evaluation_batches(TEST_STREAM), batch_size=None)
+        return evaluation_loader(self, self._evaluation_batches(TEST_STREAM))
 
     def _evaluation_batches(self, stream: int) -> list[Batch]:
         """The fixed set of ``stream`` in order, cut into batches of batch_size (built once per stream)."""

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
+from tasks.evaluation_loader import evaluation_loader
 from tasks.formal_languages.base import IGNORE_INDEX, FormalLanguageTask
 from tasks.formal_languages.config import FormalLanguageTaskConfig
 from tasks.formal_languages.registry import get_task
@@ -136,12 +137,12 @@ class FormalLanguageDataModule(lightning.LightningDataModule):
     def val_dataloader(self) -> DataLoader:
         if self._val_batches is None:
             self._val_batches = self._evaluation_batches(self.val_samples, VALIDATION_STREAM)
-        return DataLoader(self._val_batches, batch_size=None)
+        return evaluation_loader(self, self._val_batches)
 
     def test_dataloader(self) -> DataLoader:
         if self._test_batches is None:
             self._test_batches = self._evaluation_batches(self.test_samples, TEST_STREAM)
-        return DataLoader(self._test_batches, batch_size=None)
+        return evaluation_loader(self, self._test_batches)
 
     def _evaluation_batches(self, samples: int, stream: int) -> list[Batch]:
         return fixed_batches(self.task, samples, self.eval_batch_size, self.eval_min_length, self.eval_max_length,

@@ -14,6 +14,7 @@ import lightning
 import numpy as np
 from torch.utils.data import DataLoader
 
+from tasks.evaluation_loader import evaluation_loader
 from tasks.lm.config import LMTaskConfig
 from tasks.lm.sequences import BucketedSequences, EvaluationSequences, TokenWindows, TrainingBatches
 from tasks.lm.splits import PARTS, part_source
@@ -100,7 +101,7 @@ class LMDataModule(lightning.LightningDataModule):
         sequences = EvaluationSequences(windows, count)
         if self.config.frequency_edges is not None:
             sequences = BucketedSequences(sequences, self.token_buckets())
-        return DataLoader(sequences, batch_size=self.micro_batch())
+        return evaluation_loader(self, sequences, batch_size=self.micro_batch())
 
 
 def build_datamodule(config: LMTaskConfig, batch_size: int) -> LMDataModule:
