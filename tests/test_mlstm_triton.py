@@ -265,8 +265,9 @@ def test_registered_for_cuda_only():
     assert "triton" in backends.backends_of("mlstm.chunkwise")
     with pytest.raises(RuntimeError, match="not available"):
         backends.resolve("mlstm.chunkwise", "triton", CPU)
-    if adapter.triton_present():
-        assert backends.resolve("mlstm.chunkwise", "triton", CUDA) is adapter.chunkwise_triton
+    registered = backends.backend("mlstm.chunkwise", "triton")
+    assert registered.function is adapter.chunkwise_triton and registered.probed
+    assert registered.is_available(CUDA) == adapter.triton_present()
 
 
 def test_importing_the_suite_imports_no_triton():

@@ -1,5 +1,5 @@
 """Backend ``"triton"`` of ``"mlstm.chunkwise"``: our own Triton kernels (``function.ChunkwiseMLSTMTriton``)
-behind the op's signature, registered for CUDA devices where triton is importable.
+behind the op's signature, registered for CUDA devices where triton is importable, behind the kernel probe.
 
 Triton is imported only when the backend runs: importing the suite never needs it. Inputs the kernels cannot
 take (a dtype other than float32, float16, bfloat16; q, k, v of different dtypes; a head dim above 512) run
@@ -66,4 +66,5 @@ def chunkwise_triton(q, k, v, i, f, *, initial_state, return_state, forget_gate,
     return (h, MLSTMState(C, n, m)) if return_state else h
 
 
-register("mlstm.chunkwise", "triton", chunkwise_triton, is_available=_available, priority=5)
+# probed (kernels.probe): auto runs it only where it compiled and agreed with torch on the op's tiny case
+register("mlstm.chunkwise", "triton", chunkwise_triton, is_available=_available, priority=5, probed=True)
