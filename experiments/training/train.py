@@ -9,7 +9,6 @@ from pathlib import Path
 import lightning as L
 import torch
 from lightning.pytorch.callbacks import Callback
-from lightning.pytorch.loggers import CSVLogger
 from omegaconf import DictConfig, OmegaConf
 
 from experiments.config.validation import backbone_options, validate_run_config
@@ -60,14 +59,23 @@ def build_backbone_from_config(model: DictConfig) -> torch.nn.Module:
                           **backbone_options(model))
 
 
-def _logger(config: DictConfig, run_dir: Path):
+def _logger(config: DictConfig, run_dir: Path, resumed_step: int | None):
+    """The run's logger; a resumed run's continues the killed attempt's record from the checkpoint's step (Lightning
+    logs what optimizer step s did at step s - 1, so what the killed attempt logged at ``resumed_step`` and later is
+    redone): the CSV logger keeps the rows logged below it (keep_rows_before), TensorBoard purges the events at it and
+    later (SummaryWriter's purge_step), and W&B resumes the same run, whose id is the run's (W&B drops what the new
+    attempt logs at steps it already has)."""
     from lightning.pytorch import loggers
 
     if config.trainer.logger == "csv":
-        return loggers.CSVLogger(save_dir=run_dir, name="", version="")
+        logger = loggers.CSVLogger(save_dir=run_dir, name="", version="")
+        if resumed_step is not None:
+            keep_rows_before(logger, resumed_step)
+        return logger
     if config.trainer.logger == "tensorboard":
-        return loggers.TensorBoardLogger(save_dir=run_dir, name="", version="tensorboard")
-    return loggers.WandbLogger(save_dir=run_dir, name=run_dir.name, config=OmegaConf.to_container(config))
+        return loggers.TensorBoardLogger(save_dir=run_dir, name="", version="tensorboard", purge_step=resumed_step)
+    return loggers.WandbLogger(save_dir=run_dir, name=run_dir.name, id=run_dir.name, resume="allow",
+                               config=OmegaConf.to_container(config))
 
 
 def build_module(config: DictConfig, spec) -> L.LightningModule:
@@ -130,7 +138,7 @@ def run_evaluation(config: DictConfig, run_dir: Path) -> dict[str, float]:
     module = build_module(config, data.spec)
     module.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=False)["state_dict"])
     trainer = L.Trainer(precision=config.trainer.precision, accelerator=config.trainer.accelerator,
-                        devices=config.trainer.devices, logger=_logger(config, run_dir), enable_checkpointing=False,
+                        devices=config.trainer.devices, logger=_logger(config, run_dir, None), enable_checkpointing=False,
                         enable_model_summary=False, callbacks=[StepProgressBar()], default_root_dir=run_dir)
     started = time.perf_counter()
     metrics = {}
@@ -167,16 +175,15 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     parameters = count_parameters(module)  # before the strategy places (and may shard) it
     divergence = StopWhenDiverged()
     callbacks = [StepProgressBar(), divergence]  # a bar at a terminal, a line every 30 s in a sweep worker's log
-    checkpoints, resume, logger = run_dir / "checkpoints", None, _logger(config, run_dir)
+    checkpoints, resume = run_dir / "checkpoints", None
     if config.trainer.checkpoint:
         resumed_config = resumed_config_yaml(config)
         resume = resume_point(run_dir, resumed_config, module)
-        if resume is not None and isinstance(logger, CSVLogger):
-            keep_rows_before(logger, resume.step)
         saving = checkpoint_callbacks(checkpoints, module.monitor, config.trainer.get("checkpoint_every_steps"))
         callbacks += [*saving, RunConfigInCheckpoint(resumed_config)]
     if fail_after_steps(config) is not None:
         callbacks.append(FailAfterSteps(fail_after_steps(config)))
+    logger = _logger(config, run_dir, resume.step if resume else None)
     trainer = L.Trainer(
         max_steps=config.trainer.max_steps,
         # Lightning counts the interval in micro-batches, the config in optimizer steps
