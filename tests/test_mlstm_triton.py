@@ -11,8 +11,9 @@ child process started with TRITON_INTERPRET=1 in its environment, before anythin
 per pytest process (a module-scoped fixture; each pytest-xdist worker starts its own), which runs our backend on
 the cases' inputs (made from seeds, on CPU) and saves the results; the tests here compute the references and
 compare. The cases cover ragged S, S = 1, several chunks and several blocks of every head dim (small tilings),
-an initial state with an empty head (m = -inf), both forget gates, float32 and bfloat16, strided inputs, and a
-sequence run in two halves. More cases are marked slow.
+an initial state with an empty head (m = -inf), both forget gates, float32 and bfloat16, strided inputs, a
+sequence run in two halves, and the backward both keeping the forward's states and recomputing them. More cases
+are marked slow.
 
 Without a GPU, a slow test also compiles every kernel for sm_90 (Triton's own ptxas) and checks that none spills
 registers. The tests marked gpu run the compiled kernels on CUDA at realistic shapes in this process.
@@ -52,6 +53,7 @@ class Case:
     with_state: bool = False
     chunk_size: int = 16
     tiling: Tiling | None = None
+    save_states: bool | None = None  # False: the backward runs the recurrence across chunks again
     eps: float = 1e-6
     B: int = 1
     NH: int = 2
@@ -60,13 +62,14 @@ class Case:
 
 CASES = {
     "float32, initial state, ragged S, DH 48, small tiles": Case(S=45, DH=48, with_state=True, tiling=SMALL_TILES),
-    "bfloat16, exp forget gate, DH 16": Case(S=40, DH=16, dtype="bfloat16", forget_gate="exp"),
-    "float32, S = 1, initial state, DH 64": Case(S=1, DH=64, with_state=True),
+    "bfloat16, exp forget gate, DH 16": Case(S=40, DH=16, dtype="bfloat16", forget_gate="exp", save_states=False),
+    "float32, S = 1, initial state, DH 64": Case(S=1, DH=64, with_state=True, save_states=False),
 }
 SLOW_CASES = {
     "float32, DH 64, three chunks": Case(S=96, DH=64, chunk_size=32),
     "float32, exp forget gate, initial state, DH 16": Case(S=37, DH=16, forget_gate="exp", with_state=True, seed=1),
-    "bfloat16, initial state, small tiles": Case(S=50, DH=48, dtype="bfloat16", with_state=True, tiling=SMALL_TILES),
+    "bfloat16, initial state, small tiles": Case(S=50, DH=48, dtype="bfloat16", with_state=True, tiling=SMALL_TILES,
+                                                 save_states=False),
     "float16, DH 32": Case(S=33, DH=32, dtype="float16"),
     "float32, eps 0, large gates, B 2": Case(S=40, DH=16, eps=0.0, B=2, NH=1, seed=3),
     "float32, one chunk of 64": Case(S=64, DH=32, chunk_size=64, with_state=True),
@@ -121,7 +124,8 @@ def run(function, case: Case, inputs, state, upstream, **options):
 
 
 def triton_backend(case: Case):
-    return lambda *args, **options: adapter.chunkwise_triton(*args, **options, tiling=case.tiling)
+    return lambda *args, **options: adapter.chunkwise_triton(*args, **options, tiling=case.tiling,
+                                                             save_states=case.save_states)
 
 
 def reference(case: Case, backend="torch", device=CPU):
@@ -297,6 +301,14 @@ def test_kernel_chunk(chunk_size, S, expected):
     assert kernel_chunk(chunk_size, S) == expected
 
 
+@pytest.mark.parametrize("DH, dtype, saved", [(128, torch.bfloat16, True), (384, torch.bfloat16, True),
+                                              (512, torch.bfloat16, False), (128, torch.float32, True),
+                                              (512, torch.float32, True)])
+def test_states_are_kept_where_they_cost_at_most_twice_q_k_v(DH, dtype, saved):
+    q = torch.empty(1, 1, 4096, DH, dtype=dtype)
+    assert adapter.saves_states(q, q, choose_tiling(4096, DH, DH, 1, 128, CPU, dtype)) == saved
+
+
 def test_tiling_fits_the_head_dims():
     tiling = choose_tiling(S=2048, DHK=384, DHV=384, heads=64, chunk_size=128, device=CPU)
     assert (tiling.chunk, tiling.step_block, tiling.key_block, tiling.value_block) == (128, 64, 64, 64)
@@ -341,7 +353,8 @@ def recorded_launches(monkeypatch, dtype: torch.dtype, DH: int, S: int = 256):
     C0, n0 = torch.zeros(B, NH, DH, DH, requires_grad=True), torch.zeros(B, NH, DH, requires_grad=True)
     tiling = choose_tiling(S, DH, DH, B * NH, 128, CUDA, dtype) if torch.cuda.is_available() else \
         choose_tiling(S, DH, DH, B * NH, 128, CPU, dtype)
-    h, C, n, _ = function.ChunkwiseMLSTMTriton.apply(q, k, v, i, f, C0, n0, torch.zeros(B, NH), False, 1e-6, tiling)
+    h, C, n, _ = function.ChunkwiseMLSTMTriton.apply(q, k, v, i, f, C0, n0, torch.zeros(B, NH), False, 1e-6, tiling,
+                                                     True)
     torch.autograd.grad(h.float().sum() + C.sum() + n.sum(), [q, k, v, i, f, C0, n0])
     return launches
 

@@ -45,9 +45,19 @@ def unsupported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> str | None
     return None
 
 
+def saves_states(q: torch.Tensor, v: torch.Tensor, tiling: Tiling) -> bool:
+    """Whether the forward keeps the states entering the chunks for the backward (else it runs their recurrence
+    again): where they take at most twice the memory of q, k, v, i.e. for 16-bit inputs at L = 128 up to
+    DH = 384 (DH^2 / L * 4 bytes per step and head against 3 DH * 2)."""
+    state_bytes = q.shape[-1] * v.shape[-1] / tiling.chunk * 4  # per step and head, float32
+    input_bytes = (2 * q.shape[-1] + v.shape[-1]) * q.element_size()
+    return state_bytes <= 2 * input_bytes
+
+
 def chunkwise_triton(q, k, v, i, f, *, initial_state, return_state, forget_gate, eps, chunk_size,
-                     tiling: Tiling | None = None):
-    """``"mlstm.chunkwise"`` on our Triton kernels; ``tiling`` overrides the chosen blocks (tests use small ones)."""
+                     tiling: Tiling | None = None, save_states: bool | None = None):
+    """``"mlstm.chunkwise"`` on our Triton kernels; ``tiling`` and ``save_states`` override the choices (tests use
+    small tiles and both ways of the backward)."""
     reason = unsupported(q, k, v)
     if reason is not None:
         if reason not in _warned:
@@ -61,8 +71,11 @@ def chunkwise_triton(q, k, v, i, f, *, initial_state, return_state, forget_gate,
     B, NH, S, DHK = q.shape
     if tiling is None:
         tiling = choose_tiling(S, DHK, v.shape[-1], B * NH, chunk_size, q.device, q.dtype)
+    if save_states is None:
+        save_states = saves_states(q, v, tiling)
     C0, n0, m0 = initial_state if initial_state is not None else (None, None, None)
-    h, C, n, m = ChunkwiseMLSTMTriton.apply(q, k, v, i, f, C0, n0, m0, forget_gate == "exp", float(eps), tiling)
+    h, C, n, m = ChunkwiseMLSTMTriton.apply(q, k, v, i, f, C0, n0, m0, forget_gate == "exp", float(eps), tiling,
+                                            save_states)
     return (h, MLSTMState(C, n, m)) if return_state else h
 
 

@@ -5,8 +5,9 @@ Forward (4 launches): the gate vectors of every chunk, the states entering every
 chunks), the gated scores c~ with the normaliser, and the outputs. Backward (7 launches): the normaliser's
 gradient, the gradients of the states leaving every chunk (the recurrence run backwards), the score gradients
 dS, then dq, dk, dv and the gate gradients. The backward reuses what the forward wrote (states, c~, the
-denominators), so nothing is recomputed; its L x L matrices are the c~ and dS tiles, (B * NH, NC, L, L) in
-the input dtype, as the states are (B * NH, NC + 1, DHK, DHV) in float32.
+denominators) and recomputes nothing, but for the states entering the chunks (B * NH, NC + 1, DHK, DHV) in
+float32 where keeping them would cost much memory (``save_states``, chosen in ``adapter``); its L x L matrices
+are the c~ and dS tiles, (B * NH, NC, L, L) in the input dtype.
 
 Inputs may be strided views (e.g. (B, S, NH, DH) transposed to (B, NH, S, DH)): the kernels take strides,
 and h, dq, dk, dv are allocated with the inputs' layout.
@@ -45,15 +46,41 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def chunk_states(k, v, b, u, u_max, C0, n0, m_start, NH: int, tiling: Tiling):
+    """C (BH, NC + 1, DHK, DHV), n (BH, NC + 1, DHK), m (BH, NC + 1) entering every chunk and after the last,
+    float32, from the gate vectors (BH, NC * L) and the initial state (C0, n0 or None; m_start (BH,))."""
+    BH, DHK, DHV, L = m_start.shape[0], k.shape[-1], v.shape[-1], tiling.chunk
+    NC = u.shape[1] // L
+    vector = dict(device=k.device, dtype=torch.float32)
+    C_states = torch.empty(BH, NC + 1, DHK, DHV, **vector)
+    n_states = torch.empty(BH, NC + 1, DHK, **vector)
+    m_states = torch.empty(BH, NC + 1, **vector)
+    has_initial_state = C0 is not None
+    if has_initial_state:
+        initial, initial_strides = (C0, n0), (*C0.stride(), *n0.stride())
+    else:
+        initial, initial_strides = (m_start, m_start), (0,) * 7  # not read
+    state_grid = (BH, _cdiv(DHK, tiling.state_key_block), _cdiv(DHV, tiling.state_value_block))
+    chunk_states_kernel[state_grid](
+        k, v, u, u_max, b, *initial, m_start, C_states, n_states, m_states, k.shape[2], NC, NH, 1.0 / math.sqrt(DHK),
+        *k.stride(), *v.stride(), *initial_strides,
+        DHK=DHK, DHV=DHV, L=L, BL=tiling.state_step_block, BK=tiling.state_key_block, BV=tiling.state_value_block,
+        HAS_INITIAL_STATE=has_initial_state, PRECISION=dot_precision(k.dtype), num_warps=NUM_WARPS,
+    )
+    return C_states, n_states, m_states
+
+
 class ChunkwiseMLSTMTriton(torch.autograd.Function):
     """h (B, NH, S, DHV) in q's dtype and the final C, n (float32, with gradient) and m (float32, without).
 
     q, k (B, NH, S, DHK), v (B, NH, S, DHV) of one dtype, k unscaled; i, f (B, NH, S) gate pre-activations;
-    C0, n0, m0 the initial state or None (m0 without gradient); ``exp_forget_gate``: log f = f, else logsigmoid(f).
+    C0, n0, m0 the initial state or None (m0 without gradient); ``exp_forget_gate``: log f = f, else logsigmoid(f);
+    ``save_states``: keep the states entering the chunks for the backward, else run their recurrence again there.
     """
 
     @staticmethod
-    def forward(ctx, q, k, v, i, f, C0, n0, m0, exp_forget_gate: bool, eps: float, tiling: Tiling):
+    def forward(ctx, q, k, v, i, f, C0, n0, m0, exp_forget_gate: bool, eps: float, tiling: Tiling,
+                save_states: bool):
         B, NH, S, DHK = q.shape
         DHV = v.shape[-1]
         BH, L = B * NH, tiling.chunk
@@ -67,23 +94,12 @@ class ChunkwiseMLSTMTriton(torch.autograd.Function):
             num_warps=NUM_WARPS,
         )
 
-        C_states = torch.empty(BH, NC + 1, DHK, DHV, **vector)
-        n_states = torch.empty(BH, NC + 1, DHK, **vector)
-        m_states = torch.empty(BH, NC + 1, **vector)
         has_initial_state = C0 is not None
         if has_initial_state:
             m_start = m0.detach().to(torch.float32).reshape(BH).contiguous()  # (BH,)
-            initial, initial_strides = (C0, n0), (*C0.stride(), *n0.stride())
         else:
             m_start = torch.full((BH,), float("-inf"), **vector)
-            initial, initial_strides = (m_start, m_start), (0,) * 7
-        state_grid = (BH, _cdiv(DHK, tiling.state_key_block), _cdiv(DHV, tiling.state_value_block))
-        chunk_states_kernel[state_grid](
-            k, v, u, u_max, b, *initial, m_start, C_states, n_states, m_states, S, NC, NH, scale,
-            *k.stride(), *v.stride(), *initial_strides,
-            DHK=DHK, DHV=DHV, L=L, BL=tiling.state_step_block, BK=tiling.state_key_block, BV=tiling.state_value_block,
-            HAS_INITIAL_STATE=has_initial_state, PRECISION=precision, num_warps=NUM_WARPS,
-        )
+        C_states, n_states, m_states = chunk_states(k, v, b, u, u_max, C0, n0, m_start, NH, tiling)
 
         scores = torch.empty(BH, NC, L, L, device=q.device, dtype=q.dtype)
         den, slope = torch.empty(BH, NC * L, **vector), torch.empty(BH, NC * L, **vector)
@@ -100,22 +116,28 @@ class ChunkwiseMLSTMTriton(torch.autograd.Function):
             PRECISION=precision, num_warps=NUM_WARPS,
         )
 
-        ctx.save_for_backward(q, k, v, f, h, u, u_max, den, slope, scores, C_states, n_states, m_states)
-        ctx.i_layout = (i.dtype, i.shape)
-        ctx.state_dtypes = (C0.dtype, n0.dtype) if has_initial_state else None
-        ctx.has_initial_state, ctx.exp_forget_gate, ctx.tiling = has_initial_state, exp_forget_gate, tiling
-        ctx.set_materialize_grads(False)
         m_final = m_states[:, NC].reshape(B, NH).clone()
         ctx.mark_non_differentiable(m_final)
         C_final = C_states[:, NC].reshape(B, NH, DHK, DHV).clone()  # (B, NH, DHK, DHV)
         n_final = n_states[:, NC].reshape(B, NH, DHK).clone()  # (B, NH, DHK)
+        if not save_states:
+            C_states = n_states = None  # the backward runs chunk_states again
+        ctx.save_for_backward(q, k, v, f, h, b, u, u_max, den, slope, scores, C_states, n_states, m_states,
+                              C0, n0, m_start)
+        ctx.i_layout = (i.dtype, i.shape)
+        ctx.state_dtypes = (C0.dtype, n0.dtype) if has_initial_state else None
+        ctx.has_initial_state, ctx.exp_forget_gate, ctx.tiling = has_initial_state, exp_forget_gate, tiling
+        ctx.set_materialize_grads(False)
         return h, C_final, n_final, m_final
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, dh, dC_final, dn_final, _dm_final):
-        q, k, v, f, h, u, u_max, den, slope, scores, C_states, n_states, m_states = ctx.saved_tensors
+        q, k, v, f, h, b, u, u_max, den, slope, scores, C_states, n_states, m_states, C0, n0, m_start = \
+            ctx.saved_tensors
         tiling: Tiling = ctx.tiling
+        if C_states is None:
+            C_states, n_states, _ = chunk_states(k, v, b, u, u_max, C0, n0, m_start, q.shape[1], tiling)
         B, NH, S, DHK = q.shape
         DHV = v.shape[-1]
         BH, L, BL = B * NH, tiling.chunk, tiling.step_block
@@ -186,7 +208,7 @@ class ChunkwiseMLSTMTriton(torch.autograd.Function):
             C_dtype, n_dtype = ctx.state_dtypes
             dC0 = dC_states[:, 0].reshape(B, NH, DHK, DHV).to(C_dtype)
             dn0 = dn_states[:, 0].reshape(B, NH, DHK).to(n_dtype)
-        return dq, dk, dv, di, df, dC0, dn0, None, None, None, None
+        return dq, dk, dv, di, df, dC0, dn0, None, None, None, None, None
 
 
 def _strides(x: torch.Tensor, count: int, present: bool) -> tuple[int, ...]:
