@@ -17,12 +17,12 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import kernel_benchmarks, lm_training, model_benchmarks, mqar_generation
+from benchmarks import kernel_benchmarks, lm_training, model_benchmarks, mqar_generation, store_reading
 from benchmarks.timing import interleaved_medians
 from experiments.atomic import write_text_atomic
 from experiments.paths import REPORTS
 
-SECTIONS = ("mlstm", "memory", "slstm", "training", "generation", "mqar", "lm")
+SECTIONS = ("mlstm", "memory", "slstm", "training", "generation", "mqar", "lm", "store")
 
 
 def matmul_peak_gflops(size: int = 2048, repeats: int = 5) -> float:
@@ -46,6 +46,8 @@ def comparisons(section: str, quick: bool, repeats: int, matmul_peak: float):
         return lm_training.comparisons(512 if quick else 2048, repeats)
     if section == "mqar":
         return mqar_generation.comparisons(10_000 if quick else 100_000, repeats)
+    if section == "store":
+        return store_reading.comparisons(10 if quick else 100, repeats)
     return model_benchmarks.generation_comparisons(128 if quick else 1024, repeats)
 
 

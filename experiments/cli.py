@@ -7,6 +7,7 @@ from pathlib import Path
 from experiments.config.arguments import add_overrides_argument, add_scale_argument
 from experiments.config.configuration import ConfigError
 from experiments.paths import REPORTS, RESULTS, checked_folder
+from experiments.stop_signals import Stopped, stop_signals_raise
 
 
 def _add_report_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,6 +38,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    with stop_signals_raise():
+        try:
+            return run_command(argv)
+        except Stopped as stopped:  # sweep and train say more themselves
+            print(f"xlstm-suite: {stopped}", file=sys.stderr)
+            return stopped.exit_code
+
+
+def run_command(argv: list[str] | None) -> int:
     arguments = _parser().parse_args(argv)
     try:
         if arguments.command == "params":

@@ -71,3 +71,17 @@ NON_FINITE_RUN = "tests.sweep_fakes.non_finite_run"
 def non_finite_run(config: DictConfig, run_dir: Path) -> dict[str, float]:
     """A run function whose validation metric is NaN although its run did not diverge (a bug, not a result)."""
     return {"val/scaled_accuracy": float("nan"), "test/scaled_accuracy": 0.25}
+
+
+HELD_RUN = "tests.sweep_fakes.held_run"
+HOLD = "hold"  # while <root>/hold exists, held_run waits
+
+
+def held_run(config: DictConfig, run_dir: Path) -> dict[str, float]:
+    """A run that records its start as record_run does and finishes once the file ``hold`` in the run store's root is
+    gone (a test's way to keep runs in flight for as long as it needs; at most 5 minutes)."""
+    append_line(run_dir / EXECUTIONS, str(os.getpid()))
+    hold, deadline = run_dir.parents[2] / HOLD, time.monotonic() + 300
+    while hold.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return {"val/scaled_accuracy": 0.5, "test/scaled_accuracy": 0.25}

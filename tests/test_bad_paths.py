@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from experiments import paths
 from experiments.cli import main as cli_main
 from experiments.sweeps.sweep import main as sweep_main
 from tests.sweep_fakes import RECORD_RUN
@@ -29,18 +30,19 @@ def a_link_loop(tmp_path: Path) -> Path:
     return tmp_path / "loop-a"
 
 
-def an_unreadable_folder(tmp_path: Path) -> Path:
-    if os.geteuid() == 0:
-        pytest.skip("root reads any folder: permissions cannot make one unreadable here")
+def an_unreadable_folder(tmp_path: Path, monkeypatch) -> Path:
     path = tmp_path / "locked"
     path.mkdir(mode=0)
+    if os.geteuid() == 0:  # root reads any folder: the permission check is told what it would say to a user
+        monkeypatch.setattr(paths.os, "access", lambda checked, mode: Path(checked) != path)
     return path
 
 
-BAD_FOLDERS = {  # how to make it, what the line says
-    "a file": (a_file, "is a file, not a folder"),
-    "a symbolic link loop": (a_link_loop, "is a symbolic link loop (Too many levels of symbolic links)"),
-    "a folder below a file": (lambda tmp_path: a_file(tmp_path) / "runs", "lies below a file (Not a directory)"),
+BAD_FOLDERS = {  # how to make it (in tmp_path, with monkeypatch), what the line says
+    "a file": (lambda tmp_path, _: a_file(tmp_path), "is a file, not a folder"),
+    "a symbolic link loop": (lambda tmp_path, _: a_link_loop(tmp_path),
+                             "is a symbolic link loop (Too many levels of symbolic links)"),
+    "a folder below a file": (lambda tmp_path, _: a_file(tmp_path) / "runs", "lies below a file (Not a directory)"),
     "unreadable": (an_unreadable_folder, "cannot be read (Permission denied)"),
 }
 
@@ -55,17 +57,17 @@ def one_error_line(capsys, command: str) -> str:
 
 @pytest.mark.parametrize("command", [SWEEP, LIST, REPORT, TRAIN], ids=lambda command: command[0])
 @pytest.mark.parametrize("bad", BAD_FOLDERS, ids=BAD_FOLDERS)
-def test_a_bad_root_is_one_line_naming_it_and_exit_code_2(tmp_path, capsys, command, bad):
+def test_a_bad_root_is_one_line_naming_it_and_exit_code_2(tmp_path, capsys, monkeypatch, command, bad):
     make, problem = BAD_FOLDERS[bad]
-    root = make(tmp_path)
+    root = make(tmp_path, monkeypatch)
     assert cli_main([*command, "--root", str(root)]) == 2
     assert one_error_line(capsys, command[0]).endswith(f"--root {root} {problem}")
 
 
 @pytest.mark.parametrize("bad", BAD_FOLDERS, ids=BAD_FOLDERS)
-def test_a_bad_report_destination_is_one_line_naming_it_and_exit_code_2(tmp_path, capsys, bad):
+def test_a_bad_report_destination_is_one_line_naming_it_and_exit_code_2(tmp_path, capsys, monkeypatch, bad):
     make, problem = BAD_FOLDERS[bad]
-    destination = make(tmp_path)
+    destination = make(tmp_path, monkeypatch)
     assert cli_main([*REPORT, "--root", str(tmp_path / "runs"), "--destination", str(destination)]) == 2
     assert one_error_line(capsys, "report").endswith(f"--destination {destination} {problem}")
 

@@ -29,8 +29,9 @@ from experiments.reports.paper_numbers import PAPER_ROW, paper_numbers_of, print
 from experiments.reports.parameter_counts import with_parameter_counts
 from experiments.reports.report_text import figure_title, markdown
 from experiments.reports.selection import merged_runs, select_cells
-from experiments.reports.staging import locked, publish, staging_folder, terminate_as_exit
+from experiments.reports.staging import locked, publish, staging_folder
 from experiments.run_metrics import PARAMETERS_METRIC
+from experiments.stop_signals import stop_signals_raise
 from experiments.sweeps.run_store import DIVERGED_METRIC, runs_frame
 
 
@@ -205,7 +206,7 @@ def report_command(arguments, planned: dict[str, list[PlannedRun]] | None = None
     destination = Path(arguments.destination) if arguments.destination else REPORTS
     outcomes = []
     for name in names:
-        with terminate_as_exit():
+        with stop_signals_raise():  # a stop while it writes removes its staging folder (cli names the signal)
             outcome = write_report(name, arguments.scale, root, destination, arguments.overrides, arguments.force,
                                    (planned or {}).get(name))
         outcomes.append(outcome)

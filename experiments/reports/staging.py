@@ -2,14 +2,13 @@
 into place one after the other (renames within a filesystem: microseconds apart), under a lock on the destination
 where the writer decides first whether to replace what is there.
 
-A staging folder is removed on every way out that runs Python code (an error, Ctrl-C, SIGTERM with
-``terminate_as_exit``); one left by a process killed outright (SIGKILL) is removed by the next staging in the same
+A staging folder is removed on every way out that runs Python code (an error, or a stop signal raised as Stopped:
+experiments.stop_signals); one left by a process killed outright (SIGKILL) is removed by the next staging in the same
 folder, once its process is gone."""
 
 import fcntl
 import os
 import shutil
-import signal
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,15 +60,3 @@ def remove_abandoned(destination: Path) -> None:
         if pid.isdigit() and not process_is_running(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
 
-
-@contextmanager
-def terminate_as_exit() -> Iterator[None]:
-    """SIGTERM (a scheduler's or a user's kill) raises SystemExit, so that ``finally`` blocks clean up."""
-    def exit_on_terminate(signum, frame):
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, exit_on_terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -1,25 +1,39 @@
 """The local launcher: each run in a process of its own, ``jobs`` at a time.
 
 A worker that dies (killed, out of memory) costs only its own run: the failure, with the worker's exit signal or
-code, is recorded for that run alone, and the runs beside it go on. A full or read-only run store stops the
-launcher from starting more runs (they would fail the same way); the runs in flight finish."""
+code, is recorded for that run alone, and the runs beside it go on. A worker stopped by SIGTERM or SIGINT records
+the signal in its run's error.json, releases its claim and exits with 128 + the signal's number. A full or
+read-only run store stops the launcher from starting more runs (they would fail the same way); the runs in flight
+finish.
+
+A stop signal to the launcher itself (experiments.stop_signals) is forwarded to every worker once it is ready (its
+own handlers installed); the launcher waits for them to record their runs (at most STOP_GRACE_SECONDS, then kills
+them, and records those runs as killed) and raises Stopped on: every interrupted run is resumable and none is
+claimed by a process that is gone."""
 
 import multiprocessing
+import os
 import signal
+import sys
+import time
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
+from multiprocessing.synchronize import Event
 from pathlib import Path
 
 from rich.console import Console
 
 from experiments.config.artifacts import PlannedRun
+from experiments.stop_signals import Stopped, starting_a_child, stop_signals_raise
 from experiments.sweeps.run_execution import execute_run, record_failure
 from experiments.sweeps.run_outcome import RunOutcome
 from experiments.sweeps.run_store import finished_result, run_directory
 from experiments.sweeps.status import SweepProgress
+
+STOP_GRACE_SECONDS = 30.0  # a stopped worker's time to record its run (SLURM's KillWait is 30 s by default)
 
 
 @dataclass
@@ -27,6 +41,7 @@ class Worker:
     run: PlannedRun
     process: BaseProcess
     outcomes: Connection  # the receiving end: the worker sends its RunOutcome before it exits
+    ready: Event  # set by the worker once its stop-signal handlers are installed
     outcome: RunOutcome | None = None
 
 
@@ -42,7 +57,7 @@ def run_locally(
         try:
             while waiting or workers:
                 while waiting and len(workers) < jobs and not any(outcome.stops_the_sweep for _, outcome in outcomes):
-                    workers.append(start_worker(context, waiting.popleft(), (root, run_function, stale_after_seconds)))
+                    start_worker(context, waiting.popleft(), (root, run_function, stale_after_seconds), workers)
                     progress.run_started(workers[-1].run)
                 if not workers:
                     break
@@ -51,21 +66,36 @@ def run_locally(
                     outcome = worker.outcome or died_outcome(worker, root)
                     outcomes.append((worker.run, outcome))
                     progress.run_finished(worker.run, outcome)
+        except Stopped as stopped:
+            stop(workers, stopped.signum, root)
+            raise
         finally:
-            stop(workers)
+            stop(workers, signal.SIGTERM, root)  # an error of this process: its workers' runs stay resumable
     return outcomes
 
 
-def start_worker(context, run: PlannedRun, arguments: tuple) -> Worker:
+def start_worker(context, run: PlannedRun, arguments: tuple, workers: list[Worker]) -> None:
+    """Start the run's worker and add it to ``workers`` (a stop signal meanwhile is raised once it is added)."""
     receiving, sending = context.Pipe(duplex=False)
-    process = context.Process(target=work, args=(sending, run, *arguments), name=f"run-{run.run_id}")
-    process.start()
+    ready = context.Event()
+    process = context.Process(target=work, args=(sending, ready, run, *arguments), name=f"run-{run.run_id}")
+    with starting_a_child():
+        process.start()
+        workers.append(Worker(run, process, receiving, ready))
     sending.close()  # the worker holds the only sending end: the pipe reads as closed once it is gone
-    return Worker(run, process, receiving)
 
 
-def work(sending: Connection, run: PlannedRun, root: Path, run_function: str, stale_after_seconds: float) -> None:
-    sending.send(execute_run(run, root, run_function, stale_after_seconds))
+def work(sending: Connection, ready: Event, run: PlannedRun, root: Path, run_function: str,
+         stale_after_seconds: float) -> None:
+    """A worker process: its run's outcome goes to the launcher; stopped by a signal, it exits with 128 + N."""
+    with stop_signals_raise():
+        try:
+            ready.set()
+            outcome = execute_run(run, root, run_function, stale_after_seconds)
+        except Stopped as stopped:  # its run's error.json names the signal (execute_run), unless it had not started
+            sending.send(RunOutcome("failed", run_directory(run, root), f"{stopped}: it resumes from its last checkpoint"))
+            sys.exit(stopped.exit_code)
+    sending.send(outcome)
     sending.close()
 
 
@@ -74,15 +104,19 @@ def finished_workers(workers: list[Worker]) -> list[Worker]:
     ready = wait([worker.outcomes for worker in workers] + [worker.process.sentinel for worker in workers])
     for worker in workers:
         if worker.outcomes in ready and worker.outcome is None:
-            try:
-                worker.outcome = worker.outcomes.recv()
-            except EOFError:  # it died before sending
-                pass
+            receive_outcome(worker)
     finished = [worker for worker in workers if worker.process.sentinel in ready]
     for worker in finished:
         worker.process.join()
         worker.outcomes.close()
     return finished
+
+
+def receive_outcome(worker: Worker) -> None:
+    try:
+        worker.outcome = worker.outcomes.recv()
+    except EOFError:  # it died before sending
+        pass
 
 
 def died_outcome(worker: Worker, root: Path) -> RunOutcome:
@@ -101,9 +135,23 @@ def exit_description(exitcode: int | None) -> str:
     return f"exit code {exitcode}"
 
 
-def stop(workers: list[Worker]) -> None:
-    """Terminate the workers still running (the sweep was interrupted); their claims go stale with them."""
+def stop(workers: list[Worker], signum: int, root: Path) -> None:
+    """Forward ``signum`` to the workers still running, each once it is ready; wait for them to record their runs (a
+    worker that has not within STOP_GRACE_SECONDS is killed, and its run recorded as killed); empties ``workers``."""
+    deadline = time.monotonic() + STOP_GRACE_SECONDS
     for worker in workers:
-        worker.process.terminate()
+        while worker.process.is_alive() and not worker.ready.wait(0.05) and time.monotonic() < deadline:
+            pass
+        if worker.process.is_alive():
+            os.kill(worker.process.pid, signum)
     for worker in workers:
-        worker.process.join()
+        worker.process.join(max(0.0, deadline - time.monotonic()))
+        if worker.process.is_alive():
+            worker.process.kill()
+            worker.process.join()
+        if worker.outcome is None and worker.outcomes.poll():
+            receive_outcome(worker)
+        if worker.outcome is None and worker.ready.is_set():  # one never ready had not claimed its run
+            died_outcome(worker, root)
+        worker.outcomes.close()
+    workers.clear()

@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from experiments.atomic import temporary_prefix
 from experiments.config.artifacts import PlannedRun
 from experiments.config.evaluation_kinds import kind_run_function
+from experiments.stop_signals import Stopped
 from experiments.sweeps.claims import (CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, heartbeat_seconds_for, holding,
                                        read_claim)
 from experiments.sweeps.run_outcome import RunOutcome
@@ -80,6 +81,7 @@ def skipped_outcome(run_dir: Path) -> RunOutcome:
 
 
 def train_and_record(run: PlannedRun, run_dir: Path, run_function: str) -> RunOutcome:
+    """Train the run; error.json for a failure, or for a stop signal (then raised on: its worker stops), naming it."""
     started = datetime.now(timezone.utc)
     try:
         write_run_inputs(run_dir, run)
@@ -88,6 +90,9 @@ def train_and_record(run: PlannedRun, run_dir: Path, run_function: str) -> RunOu
         write_result(run_dir, run, metrics, started)
     except Exception as error:
         return record_failure(run, run_dir, error, started)
+    except Stopped as stopped:
+        record_failure(run, run_dir, stopped, started)
+        raise
     return RunOutcome("done", run_dir, divergence_note(metrics))
 
 

@@ -25,6 +25,7 @@ from experiments.config.arguments import add_overrides_argument, add_scale_argum
 from experiments.config.artifacts import Artifact, PlannedRun, check_scale, load_artifact, override_value
 from experiments.config.configuration import CONFIGS, group_choices, load_yaml
 from experiments.paths import REPOSITORY_ROOT, checked_folder
+from experiments.stop_signals import Stopped, stop_signals_raise
 from experiments.sweeps.claims import CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, read_claim
 from experiments.sweeps.compute_estimate import Accelerator
 from experiments.sweeps.local_launcher import run_locally
@@ -39,7 +40,6 @@ from experiments.sweeps.training_runs import training_run_problem, training_swee
 HYDRA_LAUNCHERS = {"SlurmLauncher": "submitit_slurm", "LocalLauncher": "submitit_local"}
 LAUNCHER_OVERRIDE = "hydra.launcher."
 LAUNCHES = ".launches"  # per artifact: one folder per submitit launch (manifest, Hydra and submitit logs)
-INTERRUPTED_EXIT_CODE = 130
 
 
 # --- the sweep ----------------------------------------------------------------------------------------------------
@@ -62,13 +62,30 @@ def run_sweep(
 ) -> int:
     """Plan, then run what is not done; the exit code is non-zero if a run failed. Bad input raises ValueError.
     ``accelerator``: the GPU and utilisation a dry run's GPU-hours assume; ``where``: KEY=VALUE pairs, only the runs
-    of the cells that have them (experiments.sweeps.run_subset)."""
+    of the cells that have them (experiments.sweeps.run_subset). A stop signal (SIGTERM, SIGINT) stops the workers,
+    whose runs record it and stay resumable, and ends the sweep with one line and exit code 128 + the signal's
+    number."""
+    console = console or Console()
+    with stop_signals_raise():
+        try:
+            return plan_and_run(artifact, scale, launcher, jobs, dry_run, verbose, overrides, run_function, root,
+                                stale_after_seconds, console, accelerator, where)
+        except Stopped as stopped:
+            console.print(f"[yellow]stopped by {stopped.name}[/]: the runs in flight recorded it in their error.json "
+                          "and resume from their last checkpoints; rerun the same command to continue, finished runs "
+                          "are kept", soft_wrap=True)
+            return stopped.exit_code
+
+
+def plan_and_run(artifact: str | Artifact, scale: str, launcher: str, jobs: int | None, dry_run: bool, verbose: bool,
+                 overrides: Sequence[str], run_function: str, root: Path, stale_after_seconds: float, console: Console,
+                 accelerator: Accelerator, where: Sequence[str]) -> int:
+    """run_sweep's work."""
     root = checked_folder(root, "--root")
     artifact = artifact if isinstance(artifact, Artifact) else load_artifact(artifact)
     check_scale(scale)
     overrides, launcher_overrides = split_overrides(overrides)
     launcher_config = load_launcher(launcher, launcher_overrides)
-    console = console or Console()
     jobs = check_jobs(jobs if jobs is not None else launcher_config.get("jobs", 1), console)
     check_run_function(run_function)
     root = Path(root).resolve()
@@ -95,15 +112,11 @@ def run_sweep(
             return run_with_submitit(batch, launcher_config["hydra_launcher"], root, run_function, stale_after_seconds, console)
         return run_locally(batch, root, run_function, jobs, stale_after_seconds, console)
 
-    try:
-        outcomes = launch(pending)
-        while claimed := [run for run, outcome in outcomes if outcome.status == "claimed"]:
-            freed = wait_for_claims(claimed, root, stale_after_seconds, console)
-            freed_ids = {run.run_id for run in freed}
-            outcomes = [(run, outcome) for run, outcome in outcomes if run.run_id not in freed_ids] + launch(freed)
-    except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/]: rerun the same command to continue; finished runs are kept")
-        return INTERRUPTED_EXIT_CODE
+    outcomes = launch(pending)
+    while claimed := [run for run, outcome in outcomes if outcome.status == "claimed"]:
+        freed = wait_for_claims(claimed, root, stale_after_seconds, console)
+        freed_ids = {run.run_id for run in freed}
+        outcomes = [(run, outcome) for run, outcome in outcomes if run.run_id not in freed_ids] + launch(freed)
     launched = {run.run_id for run, _ in outcomes}
     not_started = [run for run in pending if run.run_id not in launched]
     print_summary(console, artifact, scale, runs, outcomes, not_started, waiting=list(waiting))
@@ -241,7 +254,8 @@ class Manifest:
 def run_with_submitit(
     runs: list[PlannedRun], hydra_launcher: dict, root: Path, run_function: str, stale_after_seconds: float, console: Console
 ) -> list[tuple[PlannedRun, RunOutcome]]:
-    """Write a manifest, run the Hydra app in multirun mode (it waits for the array jobs), then read the store."""
+    """Write a manifest, run the Hydra app in multirun mode (it waits for the array jobs), then read the store. A stop
+    signal is forwarded to the Hydra app, and waited for."""
     if not runs:
         return []
     check_processes(runs, hydra_launcher)
@@ -249,7 +263,13 @@ def run_with_submitit(
     manifest_path = write_manifest(launch_dir / "manifest.json", Manifest(root, run_function, stale_after_seconds, runs))
     command = hydra_command(hydra_launcher, launch_dir, manifest_path, len(runs))
     console.print(f"launching {len(runs)} array jobs through Hydra's submitit launcher; logs in {launch_dir}", soft_wrap=True)
-    returncode = subprocess.run(command, cwd=REPOSITORY_ROOT, env=worker_environment()).returncode
+    with subprocess.Popen(command, cwd=REPOSITORY_ROOT, env=worker_environment()) as hydra:
+        try:
+            returncode = hydra.wait()
+        except Stopped as stopped:  # forwarded (subprocess.run would SIGKILL the app), then waited for
+            hydra.send_signal(stopped.signum)
+            hydra.wait()
+            raise
     return [(run, stored_outcome(run, root, launch_dir, returncode, stale_after_seconds)) for run in runs]
 
 

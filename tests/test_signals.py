@@ -1,0 +1,146 @@
+"""Stop signals end every command in a named state, with real processes: SIGTERM or SIGINT to a sweep (its parent
+alone, or its whole process group) stops its workers, whose runs record the signal in error.json, release their
+claims and resume on the next sweep; the sweep says so in one line and exits 128 + N. A worker stopped alone records
+the signal, its sweep goes on. `train` stopped records the signal, exits 128 + N, never 0, and resumes."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from experiments.paths import REPOSITORY_ROOT
+from experiments.sweeps.claims import CLAIM_FILE, process_is_running
+from experiments.training.train import FAIL_AFTER_STEPS_VARIABLE
+from tests.sweep_fakes import EXECUTIONS, HELD_RUN, HOLD, count_lines
+from tests.test_sweep import NO_TORCH, is_done, run_dirs, wait_until
+
+SWEEP = ["sweep", "sweep-fixture", "--scale", "smoke", "--jobs", "2", NO_TORCH]
+
+
+def start(arguments: list[str], **environment: str) -> subprocess.Popen:
+    """The command line in a process group of its own (as a shell starts a job), its output piped."""
+    return subprocess.Popen([sys.executable, "-m", "experiments.cli", *arguments], cwd=REPOSITORY_ROOT,
+                            start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=os.environ | environment)
+
+
+def finish(process: subprocess.Popen, timeout: float = 120) -> str:
+    try:
+        return process.communicate(timeout=timeout)[0]
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def worker_pids(root: Path) -> list[int]:
+    return [int(line) for run_dir in run_dirs(root) if (run_dir / EXECUTIONS).exists()
+            for line in (run_dir / EXECUTIONS).read_text().split()]
+
+
+def error_message(run_dir: Path) -> str:
+    return json.loads((run_dir / "error.json").read_text())["message"]
+
+
+def in_flight(root: Path) -> list[Path]:
+    return [run_dir for run_dir in run_dirs(root) if count_lines(run_dir / EXECUTIONS) and not is_done(run_dir)]
+
+
+@pytest.mark.parametrize("signum, to", [
+    (signal.SIGTERM, "parent"),  # timeout, systemd, a container stop, SLURM's end of job
+    pytest.param(signal.SIGINT, "group", marks=pytest.mark.slow),  # Ctrl-C at a terminal
+    pytest.param(signal.SIGINT, "parent", marks=pytest.mark.slow),
+    pytest.param(signal.SIGTERM, "group", marks=pytest.mark.slow),
+], ids=["SIGTERM to the sweep", "SIGINT to its group", "SIGINT to the sweep", "SIGTERM to its group"])
+def test_a_stopped_sweep_stops_its_workers_records_the_signal_and_continues_on_the_next(tmp_path, signum, to):
+    (tmp_path / HOLD).touch()
+    sweep = start([*SWEEP, "--run-function", HELD_RUN, "--root", str(tmp_path)])
+    wait_until(lambda: len(in_flight(tmp_path)) == 2, timeout_seconds=120)
+    interrupted = in_flight(tmp_path)
+    if to == "parent":
+        os.kill(sweep.pid, signum)
+    else:
+        os.killpg(sweep.pid, signum)
+    output = finish(sweep)
+    name = signal.Signals(signum).name
+    assert sweep.returncode == 128 + signum, output
+    assert "Traceback" not in output and "stopped by " + name in output
+    assert not any(process_is_running(pid) for pid in worker_pids(tmp_path))  # no orphan trains on
+    assert list(tmp_path.rglob(CLAIM_FILE)) == [] and not any(is_done(run_dir) for run_dir in interrupted)
+    assert [error_message(run_dir) for run_dir in interrupted] == [f"stopped by {name}"] * 2
+
+    (tmp_path / HOLD).unlink()
+    again = start([*SWEEP, "--run-function", HELD_RUN, "--root", str(tmp_path)])
+    output = finish(again)
+    assert again.returncode == 0 and "waiting for" not in output, output
+    assert len(run_dirs(tmp_path)) == 6 and all(is_done(run_dir) for run_dir in run_dirs(tmp_path))
+    assert sorted(count_lines(run_dir / EXECUTIONS) for run_dir in run_dirs(tmp_path)) == [1, 1, 1, 1, 2, 2]
+    assert all(count_lines(run_dir / EXECUTIONS) == 2 for run_dir in interrupted)
+
+
+def test_a_worker_stopped_alone_records_the_signal_and_the_sweep_goes_on(tmp_path):
+    (tmp_path / HOLD).touch()
+    sweep = start([*SWEEP, "--run-function", HELD_RUN, "--root", str(tmp_path)])
+    wait_until(lambda: len(in_flight(tmp_path)) == 2, timeout_seconds=120)
+    [stopped, _] = in_flight(tmp_path)
+    os.kill(worker_pids(tmp_path)[run_dirs(tmp_path).index(stopped)], signal.SIGTERM)
+    wait_until(lambda: (stopped / "error.json").exists())
+    (tmp_path / HOLD).unlink()
+    output = finish(sweep)
+    assert sweep.returncode == 1 and "Traceback" not in output, output
+    assert error_message(stopped) == "stopped by SIGTERM" and not (stopped / CLAIM_FILE).exists()
+    assert sum(is_done(run_dir) for run_dir in run_dirs(tmp_path)) == 5 and "failed: 1" in output
+
+
+TINY_TRAIN = ["train", "model=xlstm_1_0", "task=parity", "model.embedding_dim=16", "model.num_blocks=1",
+              "trainer.batch_size=4", "trainer.num_threads=1", "trainer.max_steps=100000",
+              "trainer.val_every_steps=100000", "+trainer.checkpoint_every_steps=1", "task.val_samples=8",
+              "task.test_samples=8"]
+
+
+def last_step(root: Path) -> int | None:
+    import torch
+
+    try:
+        [last] = root.glob("adhoc/adhoc/*/checkpoints/last.ckpt")
+        return torch.load(last, weights_only=False)["global_step"]
+    except (ValueError, OSError, RuntimeError, EOFError):  # none yet, or not yet (re)written
+        return None
+
+
+@pytest.mark.slow  # imports Lightning twice (about 15 s each on a busy machine)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stopped_train_command_records_the_signal_exits_128_plus_n_and_resumes(tmp_path, signum):
+    train = start([*TINY_TRAIN, "--root", str(tmp_path)])
+    wait_until(lambda: (last_step(tmp_path) or 0) >= 2 or train.poll() is not None, timeout_seconds=300)
+    os.kill(train.pid, signum)
+    output = finish(train)
+    name = signal.Signals(signum).name
+    assert train.returncode == 128 + signum, output
+    assert f"stopped by {name}: the same command resumes" in " ".join(output.split()) and "Traceback" not in output
+    [run_dir] = tmp_path.glob("adhoc/adhoc/*")
+    assert error_message(run_dir) == f"stopped by {name}" and not (run_dir / CLAIM_FILE).exists()
+    assert not (run_dir / "result.json").exists()
+    step = last_step(tmp_path)
+    again = start([*TINY_TRAIN, "--root", str(tmp_path)], **{FAIL_AFTER_STEPS_VARIABLE: str(step + 1)})
+    output = finish(again, timeout=300)
+    assert f"resuming {run_dir} from step {step} (last.ckpt)" in " ".join(output.split()), output
+
+
+@pytest.mark.slow  # a worker that imports Lightning and trains
+def test_a_training_worker_stopped_by_sigterm_records_the_signal_not_exit_code_0(tmp_path):
+    sweep = start(["sweep", "sweep-fixture", "--scale", "smoke", "--jobs", "1", "--where", "model=xlstm_1_0",
+                   "--where", "task=parity", "trainer.max_steps=100000", "trainer.val_every_steps=100000",
+                   "+trainer.checkpoint_every_steps=1", "trainer.num_threads=1", "--root", str(tmp_path)])
+    wait_until(lambda: list(tmp_path.rglob("last.ckpt")) or sweep.poll() is not None, timeout_seconds=300)
+    [run_dir] = run_dirs(tmp_path)
+    worker = json.loads((run_dir / CLAIM_FILE).read_text())["pid"]
+    os.kill(worker, signal.SIGTERM)
+    output = finish(sweep)
+    assert sweep.returncode == 1 and error_message(run_dir) == "stopped by SIGTERM", output
+    assert not (run_dir / CLAIM_FILE).exists()
