@@ -5,8 +5,10 @@ import dataclasses
 import io
 import os
 import typing
+from datetime import datetime, timezone
 
 import pytest
+from omegaconf import OmegaConf
 from rich.console import Console
 
 from experiments.config import bounds
@@ -14,6 +16,7 @@ from experiments.config.configuration import ConfigError, compose_run_config
 from experiments.config.evaluation_kinds import EVALUATION_KINDS
 from experiments.config.run_schema import SECTIONS, ModelSection, RunConfig
 from experiments.config.validation import validate_run_config
+from experiments.sweeps.run_store import run_directory, write_result, write_run_inputs
 from experiments.sweeps.sweep import check_jobs, run_sweep
 from tasks.registry import task_families
 from tests.sweep_fakes import RECORD_RUN, small_artifact
@@ -44,12 +47,19 @@ TRAINER_BOUNDS = {"trainer.max_steps": bounds.MAX_STEPS, "trainer.batch_size": b
                   "task.eval_max_length": bounds.MAX_LENGTH, "seed": bounds.MAX_SEED}
 
 
+@pytest.fixture(scope="module")
+def parity_config():
+    return compose_run_config(["model=xlstm_1_0", "task=parity"])
+
+
 @pytest.mark.parametrize("key, bound", TRAINER_BOUNDS.items(), ids=TRAINER_BOUNDS.keys())
-def test_a_value_above_its_bound_is_refused_and_the_bound_itself_is_accepted(key, bound):
-    base = ["model=xlstm_1_0", "task=parity", "task.eval_min_length=40"]
-    validate_run_config(compose_run_config([*base, f"{key}={bound}"]))
+def test_a_value_above_its_bound_is_refused_and_the_bound_itself_is_accepted(parity_config, key, bound):
+    config = parity_config.copy()
+    OmegaConf.update(config, key, bound)
+    validate_run_config(config)
+    OmegaConf.update(config, key, bound + 1)
     with pytest.raises(ConfigError, match=f"^{key}={bound + 1} must be <= {bound}$"):
-        validate_run_config(compose_run_config([*base, f"{key}={bound + 1}"]))
+        validate_run_config(config)
 
 
 def test_a_thirty_digit_max_steps_is_refused_before_anything_is_written(tmp_path):
@@ -65,6 +75,10 @@ def test_jobs_above_the_core_count_are_capped_with_one_line(tmp_path):
     assert check_jobs(cores, console) == cores and console.file.getvalue() == ""
     assert check_jobs(1000, console) == cores
     assert console.file.getvalue() == f"--jobs 1000 is more than the {cores} CPU cores here: running {cores} workers at a time\n"
-    assert run_sweep(small_artifact(["xlstm_1_0"]), "smoke", jobs=1000, root=tmp_path, run_function=RECORD_RUN,
-                     overrides=[NO_TORCH], console=console) == 0
+    artifact = small_artifact(["xlstm_1_0"])
+    [run] = artifact.runs("smoke", [NO_TORCH])
+    write_run_inputs(run_directory(run, tmp_path), run)  # done already: the sweep starts no worker
+    write_result(run_directory(run, tmp_path), run, {"val/scaled_accuracy": 0.5}, datetime.now(timezone.utc))
+    assert run_sweep(artifact, "smoke", jobs=1000, root=tmp_path, run_function=RECORD_RUN, overrides=[NO_TORCH],
+                     console=console) == 0
     assert console.file.getvalue().count("--jobs 1000 is more than") == 2

@@ -63,7 +63,8 @@ def best_checkpoint(run_dir: Path) -> Path:
     return best
 
 
-@pytest.mark.parametrize("size", [16, 65536], ids=["4 floats", "64 KB or the whole tensor"])
+@pytest.mark.parametrize("size", [16, pytest.param(65536, marks=pytest.mark.slow)],
+                         ids=["4 floats", "64 KB or the whole tensor"])
 def test_a_last_checkpoint_damaged_inside_a_tensor_is_named_and_the_run_resumes_from_its_best(
         tmp_path, monkeypatch, capsys, uninterrupted, size):
     run_dir = killed_at_step_5(tmp_path, monkeypatch)
@@ -79,6 +80,7 @@ def test_a_last_checkpoint_damaged_inside_a_tensor_is_named_and_the_run_resumes_
     assert_equal_runs(run_dir, uninterrupted)
 
 
+@pytest.mark.slow  # a third training of the run (the default suite resumes from the best checkpoint)
 def test_with_its_best_checkpoint_damaged_too_the_run_starts_from_step_0(tmp_path, monkeypatch, capsys, uninterrupted):
     run_dir = killed_at_step_5(tmp_path, monkeypatch)
     last, best = run_dir / "checkpoints" / "last.ckpt", best_checkpoint(run_dir)

@@ -13,16 +13,19 @@ from rich.console import Console
 
 from experiments.config.artifacts import load_artifact
 from experiments.reports.kinds import report_figure
-from experiments.reports.report import cell_table, run_table, write_report
+from experiments.reports.report import cell_table, run_table
+from experiments.reports.report_text import cells_markdown
 from experiments.sweeps.run_execution import execute_run
 from experiments.sweeps.run_store import DIVERGED_AT_METRIC, DIVERGED_METRIC, ERROR_FILE, RESULT_FILE, \
-    finished_result, run_directory, runs_frame
+    finished_result, run_directory
 from experiments.sweeps.status import list_artifacts
 from tests.sweep_fakes import EXECUTIONS, NON_FINITE_RUN, RECORD_RUN, count_lines
 from tests.test_damaged_store import ARTIFACT, finished_store, moved_aside, warnings_naming
 from tests.test_sweep import NO_TORCH
 
-NON_FINITE = {"nan": "NaN", "infinity": "Infinity", "minus infinity": "-Infinity"}  # as JSON spells them
+NON_FINITE = {"nan": "NaN", "infinity": "Infinity"}  # as JSON spells them
+FIXTURE = load_artifact("sweep-fixture").at_scale("smoke")
+FIXTURE_RUNS = FIXTURE.runs("smoke")  # what list and report plan: 6 runs, the first two are ARTIFACT's
 
 
 def set_metric(run_dir, name: str, json_value: str, **more: float) -> None:
@@ -56,11 +59,15 @@ def test_a_result_with_a_non_finite_metric_not_marked_diverged_is_damaged_and_re
     assert math.isfinite(finished_result(damaged)["metrics"]["val/scaled_accuracy"])
 
 
+def report_table(root) -> pd.DataFrame:
+    """The fixture report's cell table over the store (what `report` writes to its .csv)."""
+    return cell_table(FIXTURE, run_table(FIXTURE_RUNS, root))
+
+
 def test_a_report_counts_a_non_finite_result_as_missing_not_as_a_finished_cell(tmp_path):
-    damaged, _ = finished_store(tmp_path / "runs", ())
+    damaged, _ = finished_store(tmp_path, ())
     set_metric(damaged, "val/scaled_accuracy", "Infinity")
-    outcome = write_report("sweep-fixture", "smoke", tmp_path / "runs", tmp_path / "reports")
-    table = pd.read_csv(outcome.paths[1]).set_index(["model", "task"])
+    table = report_table(tmp_path).set_index(["model", "task"])
     assert table.loc[("xlstm_0_1", "parity"), "runs"] == 0 and table.loc[("xlstm_1_0", "parity"), "runs"] == 1
     assert table.loc[("xlstm_0_1", "parity"), "note"] == "1 of 1 runs missing"
 
@@ -85,19 +92,17 @@ def test_a_run_function_that_returns_a_non_finite_metric_without_diverging_fails
 
 
 def test_a_diverged_run_is_done_and_shown_as_diverged_by_list_and_the_report(tmp_path, capsys):
-    diverged, _ = finished_store(tmp_path / "runs", ())
+    diverged, _ = finished_store(tmp_path, ())
     set_metric(diverged, "val/scaled_accuracy", "NaN", **{DIVERGED_METRIC: 1.0, DIVERGED_AT_METRIC: 7.0})
     set_metric(diverged, "test/scaled_accuracy", "NaN")
     assert finished_result(diverged) is not None and capsys.readouterr().err == ""
-    counts = list_counts(tmp_path / "runs")
+    counts = list_counts(tmp_path)
     assert (counts["done"], counts["diverged"], counts["damaged"]) == ("2", "1", "0")
-    assert list(runs_frame(ARTIFACT.runs("smoke"), tmp_path / "runs")["status"]) == ["done", "done"]
-    outcome = write_report("sweep-fixture", "smoke", tmp_path / "runs", tmp_path / "reports")
-    page = outcome.paths[0].read_text()
-    [row] = [line for line in page.splitlines() if line.startswith("| xLSTM[0:1]") and "| Parity" in line]
+    table = report_table(tmp_path)
+    rows = [[cell.strip() for cell in line.split("|")] for line in cells_markdown(FIXTURE, table).splitlines()]
+    [row] = [row for row in rows if row[1:3] == ["xLSTM[0:1]", "Parity"]]  # the page's cell table
     assert "1 of 1 runs diverged (non-finite training loss)" in row
-    artifact = load_artifact("sweep-fixture").at_scale("smoke")
-    figure = report_figure(artifact, cell_table(artifact, run_table(artifact.runs("smoke"), tmp_path / "runs")), "")
+    figure = report_figure(FIXTURE, table, "")
     labels = [text.get_text() for axes in figure.axes for text in axes.texts]
     assert labels.count("diverged") == 1 and labels.count("missing") == 4  # the heatmap's cells
     plt.close(figure)
