@@ -1,6 +1,6 @@
 """What identifies a run: its resolved config less where it runs and how each process's share of the batch is split.
 
-A run's id hashes its config (YAML, keys sorted) after ``computation_config`` has put its placement keys back to
+A run's id hashes its config (YAML, keys sorted) after ``computation_container`` has put its placement keys back to
 the defaults of configs/trainer/default.yaml (or left them out, where that file leaves them out): the processes
 per node (``devices``), the nodes, the micro-batch (gradient accumulation), the CPU threads, FSDP's sharding mode,
 the DDP flavour of the strategy, and how often ``last.ckpt`` is written. None changes what the run computes: the
@@ -11,10 +11,11 @@ whenever its placement keys held their defaults, as every sweep's did.
 """
 
 import hashlib
+from typing import Any
 
+import yaml
 from omegaconf import DictConfig, OmegaConf
-
-from experiments.config.configuration import config_yaml
+from omegaconf._utils import get_omega_conf_dumper
 
 # placement keys of configs/trainer/default.yaml and their values there
 PLACEMENT_DEFAULTS = {"devices": 1, "num_threads": 1}
@@ -24,22 +25,30 @@ PLACEMENT_EXTRAS = ("num_nodes", "micro_batch_size", "fsdp_sharding", "checkpoin
 DATA_PARALLEL_PREFIXES = ("auto", "ddp")
 
 
-def computation_config(config: DictConfig) -> DictConfig:
-    """``config`` with its placement keys at their defaults: what a run computes, wherever and however split."""
-    normalised = OmegaConf.masked_copy(config, list(config.keys()))  # a deep copy (masked_copy copies each key)
-    trainer = normalised.get("trainer")
-    if trainer is None:
-        return normalised
-    for key, default in PLACEMENT_DEFAULTS.items():
-        if key in trainer:
-            trainer[key] = default
-    for key in PLACEMENT_EXTRAS:
-        trainer.pop(key, None)
-    if str(trainer.get("strategy", "auto")).startswith(DATA_PARALLEL_PREFIXES):
-        trainer.strategy = "auto"
-    return normalised
+def computation_container(config: DictConfig) -> dict[str, Any]:
+    """``config`` as plain containers (interpolations as written, as ``config_yaml`` keeps them) with its placement
+    keys at their defaults: what a run computes, wherever and however split. Plain dicts: a planned grid computes
+    this for every cell, and a copy of an OmegaConf tree costs a hundred times more."""
+    container = OmegaConf.to_container(config, enum_to_str=True)
+    trainer = container.get("trainer")
+    if isinstance(trainer, dict):
+        for key, default in PLACEMENT_DEFAULTS.items():
+            if key in trainer:
+                trainer[key] = default
+        for key in PLACEMENT_EXTRAS:
+            trainer.pop(key, None)
+        if str(trainer.get("strategy", "auto")).startswith(DATA_PARALLEL_PREFIXES):
+            trainer["strategy"] = "auto"
+    return container
+
+
+def computation_yaml(config: DictConfig) -> str:
+    """The computation container as ``config_yaml`` writes a config (OmegaConf's YAML, keys sorted): a config at
+    the default placement gives its own ``config_yaml`` text, so its id is the one it had before this rule."""
+    return yaml.dump(computation_container(config), default_flow_style=False, allow_unicode=True, sort_keys=True,
+                     Dumper=get_omega_conf_dumper())
 
 
 def run_id_of(config: DictConfig) -> str:
-    """The first 12 hex digits of the sha256 of the computation config's YAML (keys sorted)."""
-    return hashlib.sha256(config_yaml(computation_config(config)).encode()).hexdigest()[:12]
+    """The first 12 hex digits of the sha256 of the computation YAML."""
+    return hashlib.sha256(computation_yaml(config).encode()).hexdigest()[:12]

@@ -23,8 +23,7 @@ from lightning.pytorch.plugins.io import TorchCheckpointIO
 from omegaconf import DictConfig, OmegaConf
 
 from experiments.atomic import write_atomic
-from experiments.config.configuration import config_yaml
-from experiments.config.run_identity import computation_config
+from experiments.config.run_identity import computation_yaml
 
 LAST = "last.ckpt"
 HPC_CHECKPOINTS = "hpc_ckpt_*.ckpt"  # Lightning's checkpoints at a SLURM requeue signal, in the run directory
@@ -47,8 +46,7 @@ def resumed_config_yaml(config: DictConfig) -> str:
     """What a checkpoint must have been trained with to be resumed by a run of ``config``: what the run computes
     (experiments.config.run_identity: a run started on one node resumes on eight) less its fault injection
     (``debug``), which changes when an attempt stops, not what it computes."""
-    computation = computation_config(config)
-    return config_yaml(OmegaConf.masked_copy(computation, [key for key in computation if key != "debug"]))
+    return computation_yaml(OmegaConf.masked_copy(config, [key for key in config if key != "debug"]))
 
 
 class RunConfigInCheckpoint(Callback):
