@@ -187,7 +187,7 @@ def test_presets_have_the_paper_parameter_counts(size):
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"backend": "cuda"}, r"mamba.backend='cuda' is not valid; valid choices: \['auto', 'torch', 'mamba_ssm'\]"),
+        ({"backend": "cuda"}, r"mamba.backend='cuda' is not valid; valid choices: \['auto', 'torch', 'mamba_ssm', 'triton'\]"),
         ({"chunk_size": 12}, r"mamba.chunk_size=12 must be a power of two"),
         ({"state_dim": 0}, r"mamba.state_dim=0 must be positive"),
         ({"dt_min": 0.5}, r"mamba.dt_min=0.5 must not exceed mamba.dt_max=0.1"),

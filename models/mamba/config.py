@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from models.config_checks import backbone_config, check_choice, check_positive
 
-BACKENDS = ("auto", "torch", "mamba_ssm")
+BACKENDS = ("auto", "torch", "mamba_ssm", "triton")
 
 
 @dataclass
