@@ -34,10 +34,11 @@ LENGTH = {"at_least": 1, "at_most": MAX_LENGTH}
 SAMPLES = {"at_least": 1, "at_most": MAX_SAMPLES}
 EVALUATED_TOKENS = {"at_least": 1, "at_most": MAX_EVALUATED_TOKENS}
 SEED = {"at_least": 0, "at_most": MAX_SEED}
-# AdamW moves each weight by about the learning rate per step, and shrinks it by lr x weight_decay: beyond 1, a step
-# overshoots any weight a model has
-RATE = {"above": 0, "at_most": 1}
-NOT_NEGATIVE_RATE = {"at_least": 0, "at_most": 1}
+# learning rates, Adam's eps and weight decay act on the weights in their precision, float32 at most: above its largest
+# number they are infinite there (a run at lr 1e30 trains, and diverges at once: the divergence tests' way)
+MAX_FLOAT32 = 3.4028234663852886e38
+RATE = {"above": 0, "at_most": MAX_FLOAT32}
+NOT_NEGATIVE_RATE = {"at_least": 0, "at_most": MAX_FLOAT32}
 # a gradient norm no run reaches short of diverging (null switches clipping off)
 CLIP_NORM = {"at_least": 0, "at_most": 1_000_000}
 # the fakes of the sweep runner's tests sleep at most an hour

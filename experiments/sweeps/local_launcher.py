@@ -79,10 +79,12 @@ def start_worker(context, run: PlannedRun, arguments: tuple, workers: list[Worke
     receiving, sending = context.Pipe(duplex=False)
     ready = context.Event()
     process = context.Process(target=work, args=(sending, ready, run, *arguments), name=f"run-{run.run_id}")
-    with starting_a_child():
-        process.start()
-        workers.append(Worker(run, process, receiving, ready))
-    sending.close()  # the worker holds the only sending end: the pipe reads as closed once it is gone
+    try:
+        with starting_a_child():
+            process.start()
+            workers.append(Worker(run, process, receiving, ready))
+    finally:
+        sending.close()  # the worker holds the only sending end: the pipe reads as closed once it is gone
 
 
 def work(sending: Connection, ready: Event, run: PlannedRun, root: Path, run_function: str,
