@@ -23,7 +23,7 @@ from tests.sweep_fakes import EXECUTIONS, NON_FINITE_RUN, RECORD_RUN, count_line
 from tests.test_damaged_store import ARTIFACT, finished_store, moved_aside, warnings_naming
 from tests.test_sweep import NO_TORCH
 
-NON_FINITE = {"nan": "NaN", "infinity": "Infinity"}  # as JSON spells them
+NON_FINITE = {"nan": "NaN", "infinity": pytest.param("Infinity", marks=pytest.mark.slow)}  # as JSON spells them
 FIXTURE = load_artifact("sweep-fixture").at_scale("smoke")
 FIXTURE_RUNS = FIXTURE.runs("smoke")  # what list and report plan: 6 runs, the first two are ARTIFACT's
 
