@@ -369,7 +369,7 @@ COMPILE_TARGETS = {"sm_90a (H100, H200)": (90, 232448), "sm_80 (A100)": (80, 167
 INPUT_POINTERS = {"x", "dt", "B", "C", "y", "grad_y", "grad_x", "grad_dt"}  # in the input dtype; the others float32
 UNIT_STRIDES = {"stride_x_dim", "stride_dt_dim", "stride_b_state", "stride_c_state", "stride_gy_dim"}  # contiguous
 SIZES = {"seq_len", "inner_dim", "state_dim", "batch_size"}
-COMPILED_STATE_DIMS = (16, 4, 64)
+COMPILED_STATE_DIMS = (16, 4, 8, 32, 64)
 
 
 def compile_main(response: Path) -> None:
@@ -395,7 +395,7 @@ def compile_main(response: Path) -> None:
                                 dict(num_warps=tiling.forward_warps)),
                     "backward": (backward._backward_kernel, dict(HAS_GRAD_FINAL_STATE=True,
                                                                  BLOCK_D=tiling.backward_block_d),
-                                 dict(num_warps=tiling.backward_warps, maxnreg=tiling.backward_max_registers)),
+                                 dict(num_warps=tiling.backward_warps)),
                 }
                 for kernel_name, (kernel, options, launch_options) in kernels.items():
                     constants = common | options | {name: 1 for name in UNIT_STRIDES if name in kernel.arg_names}

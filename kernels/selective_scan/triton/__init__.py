@@ -9,17 +9,19 @@ first runs, so importing ``kernels`` never needs it. Files: ``forward.py`` and `
 
 Design (that of mamba_ssm's CUDA kernel). One program per (block of BLOCK_D channels, batch row) owns the float32
 state (BLOCK_D, N) of its channels and walks the whole sequence in chunks of CHUNK steps: it loads x, dt (CHUNK,
-BLOCK_D) and B, C (CHUNK, N) of a chunk, forms the chunk's states (CHUNK, BLOCK_D, N) in registers with an
-associative scan along the steps, writes y and carries the last state on; nothing of size (B, S, DI, N) ever
-reaches memory. The backward walks the chunks from the last, recomputes each chunk's states from the state
-entering it (written by the forward, or by a second run of the forward kernel in the backward where keeping them
-would cost more memory than x and dt) and runs the adjoint recurrence back through the chunk with a reversed scan.
-The compiler lays the tiles out with the steps in each thread's registers and the N states across lanes, so the
-scans are sequential loops in registers (the work of the recurrence itself, not a log-depth tree).
+BLOCK_D) and B, C (CHUNK, N) of a chunk (one chunk ahead, so the loads overlap the work), forms the chunk's states
+(CHUNK, BLOCK_D, N) in registers with an associative scan along the steps, writes y and carries the last state on;
+nothing of size (B, S, DI, N) ever reaches memory. The backward walks the chunks from the last, recomputes each
+chunk's states from the state entering it (written by the forward, or by a second run of the forward kernel in the
+backward where keeping them would cost more memory than x and dt) and runs the adjoint recurrence back through the
+chunk with a reversed scan. The compiler lays the tiles out with the steps in each thread's registers and the N
+states across lanes, so the scans are sequential loops in registers (the work of the recurrence itself, not a
+log-depth tree); the sums over N (y, the gradients of x and dt) are warp shuffles.
 
-Tiles: ``function.choose_tiling``; the kernels have been compiled offline for sm_90a and sm_80 (see
-tests/test_selective_scan_triton.py) but not yet timed on a GPU: ``benchmarks/gpu_selective_scan.py`` times them
-against the torch backend and mamba_ssm.
+Tiles: ``function.choose_tiling``. The kernels have been compiled offline for sm_90a and sm_80 (no spills; see
+tests/test_selective_scan_triton.py) but not yet run on a GPU: the tests marked gpu check them against the torch
+backend at Mamba 125M's layer, and ``benchmarks/gpu_selective_scan.py`` times them against the torch backend and
+mamba_ssm.
 """
 
 import functools

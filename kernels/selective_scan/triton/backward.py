@@ -20,7 +20,7 @@ address (no atomics: the result does not depend on the order programs run in). T
 import triton
 import triton.language as tl
 
-from kernels.selective_scan.triton.chunk_math import chunk_states, compose, on_row, row, shifted
+from kernels.selective_scan.triton.chunk_math import chunk_states, compose, load_rows, on_row, row, shifted
 from kernels.selective_scan.triton.forward import LOG2_E
 
 
@@ -73,29 +73,40 @@ def _backward_kernel(
     block_row = (dim_block * batch_size + batch) * seq_len * state_dim + states  # (BLOCK_N,) into (NDB, B, S, N)
     num_chunks = tl.cdiv(seq_len, CHUNK)
     chunk_start = chunk_starts + (batch * num_chunks + num_chunks - 1) * inner_dim * state_dim + channel_offsets
+    last = (num_chunks - 1) * CHUNK  # the first step of the last chunk
+    # the tiles of the chunk to work on next, loaded one iteration ahead: (CHUNK, BLOCK_D), (CHUNK, BLOCK_N)
+    x_ahead = load_rows(x_row, stride_x_time, last, steps, seq_len, dim_mask)
+    dt_ahead = load_rows(dt_row, stride_dt_time, last, steps, seq_len, dim_mask)
+    dt_following_ahead = load_rows(dt_row, stride_dt_time, last + 1, steps, seq_len, dim_mask)  # dt_{t+1}
+    grad_y_ahead = load_rows(grad_y_row, stride_gy_time, last, steps, seq_len, dim_mask)
+    B_ahead = load_rows(B_row, stride_b_time, last, steps, seq_len, state_mask)
+    C_ahead = load_rows(C_row, stride_c_time, last, steps, seq_len, state_mask)
+    start_ahead = tl.load(chunk_start, mask=channel_mask, other=0.0)  # (BLOCK_D, BLOCK_N)
     for chunk_from_end in range(num_chunks):
-        chunk = num_chunks - 1 - chunk_from_end
-        time = chunk * CHUNK + steps  # (CHUNK,)
+        x_chunk, dt_chunk = x_ahead.to(tl.float32), dt_ahead.to(tl.float32)  # (CHUNK, BLOCK_D)
+        grad_y_chunk = grad_y_ahead.to(tl.float32)
+        # (CHUNK, BLOCK_D): dt_{t+1}, 0 (decay 1) on the last step, whose a_{t+1} is in the carry
+        dt_following = tl.where(steps[:, None] < CHUNK - 1, dt_following_ahead.to(tl.float32), 0.0)
+        B_chunk, C_chunk, start = B_ahead.to(tl.float32), C_ahead.to(tl.float32), start_ahead
+        first = (num_chunks - 1 - chunk_from_end) * CHUNK
+        before = first - CHUNK  # the chunk before, loaded during this one's work
+        x_ahead = load_rows(x_row, stride_x_time, before, steps, seq_len, dim_mask)
+        dt_ahead = load_rows(dt_row, stride_dt_time, before, steps, seq_len, dim_mask)
+        dt_following_ahead = load_rows(dt_row, stride_dt_time, before + 1, steps, seq_len, dim_mask)
+        grad_y_ahead = load_rows(grad_y_row, stride_gy_time, before, steps, seq_len, dim_mask)
+        B_ahead = load_rows(B_row, stride_b_time, before, steps, seq_len, state_mask)
+        C_ahead = load_rows(C_row, stride_c_time, before, steps, seq_len, state_mask)
+        chunk_start -= (chunk_from_end < num_chunks - 1) * (inner_dim * state_dim)  # stays on chunk 0 at the end
+        start_ahead = tl.load(chunk_start, mask=channel_mask, other=0.0)
+        time = first + steps  # (CHUNK,)
         time_mask = time < seq_len
-        next_mask = (steps < CHUNK - 1) & (time + 1 < seq_len)  # a_{t+1} of the chunk's last step is in the carry
         time_64 = time.to(tl.int64)[:, None]  # (CHUNK, 1)
         tile_mask = time_mask[:, None] & dim_mask[None, :]  # (CHUNK, BLOCK_D)
         state_tile_mask = time_mask[:, None] & state_mask[None, :]  # (CHUNK, BLOCK_N)
-        x_chunk = tl.load(x_row[None, :] + time_64 * stride_x_time, mask=tile_mask, other=0.0).to(tl.float32)
-        dt_pointers = dt_row[None, :] + time_64 * stride_dt_time  # (CHUNK, BLOCK_D)
-        dt_chunk = tl.load(dt_pointers, mask=tile_mask, other=0.0).to(tl.float32)
-        dt_next = tl.load(dt_pointers + stride_dt_time, mask=next_mask[:, None] & dim_mask[None, :],
-                          other=0.0).to(tl.float32)  # (CHUNK, BLOCK_D): dt_{t+1}, 0 (decay 1) at the chunk's end
-        grad_y_chunk = tl.load(grad_y_row[None, :] + time_64 * stride_gy_time, mask=tile_mask,
-                               other=0.0).to(tl.float32)
-        B_chunk = tl.load(B_row[None, :] + time_64 * stride_b_time, mask=state_tile_mask, other=0.0).to(tl.float32)
-        C_chunk = tl.load(C_row[None, :] + time_64 * stride_c_time, mask=state_tile_mask, other=0.0).to(tl.float32)
-        start = tl.load(chunk_start, mask=channel_mask, other=0.0)  # (BLOCK_D, BLOCK_N)
-        chunk_start -= inner_dim * state_dim
 
         dtx = dt_chunk * x_chunk  # (CHUNK, BLOCK_D)
         decay, states_chunk = chunk_states(dt_chunk, dtx, B_chunk, A_log2, start, steps)  # (CHUNK, BD, BN)
-        decay_next = tl.exp2(dt_next[:, :, None] * A_log2[None, :, :])  # (CHUNK, BD, BN): a_{t+1}
+        decay_next = tl.exp2(dt_following[:, :, None] * A_log2[None, :, :])  # (CHUNK, BD, BN): a_{t+1}
         grad_through_y = grad_y_chunk[:, :, None] * C_chunk[:, None, :]  # (CHUNK, BD, BN): C_t dy_t
         grad_through_y = on_row(grad_through_y, steps, CHUNK - 1, carry)  # g_{T-1} = C dy + a_T g_T
         _, grad_states = tl.associative_scan((decay_next, grad_through_y), 0, compose, reverse=True)  # g_t
@@ -125,10 +136,9 @@ def _backward_kernel(
 
 def launch_backward(x, dt, A, B, C, D, grad_y, grad_final_state, chunk_starts, grad_x, grad_dt, grad_A_rows,
                     grad_B_blocks, grad_C_blocks, grad_D_rows, grad_initial_state, *, chunk: int, block_d: int,
-                    num_warps: int, max_registers: int | None) -> None:
+                    num_warps: int) -> None:
     """Fill the gradient buffers (see ``_backward_kernel``); ``grad_final_state``, ``grad_D_rows`` and
-    ``grad_initial_state`` may be None (no final-state gradient, no D, no initial state); ``max_registers``: ptxas's
-    cap of registers a thread, or None."""
+    ``grad_initial_state`` may be None (no final-state gradient, no D, no initial state)."""
     batch, seq_len, inner_dim = x.shape
     state_dim = A.shape[1]
     grid = (triton.cdiv(inner_dim, block_d), batch)
@@ -141,5 +151,5 @@ def launch_backward(x, dt, A, B, C, D, grad_y, grad_final_state, chunk_starts, g
         batch, seq_len, inner_dim, state_dim,
         HAS_D=D is not None, HAS_GRAD_FINAL_STATE=grad_final_state is not None,
         HAS_INITIAL_STATE=grad_initial_state is not None, CHUNK=chunk, BLOCK_D=block_d,
-        BLOCK_N=triton.next_power_of_2(state_dim), num_warps=num_warps, maxnreg=max_registers,
+        BLOCK_N=triton.next_power_of_2(state_dim), num_warps=num_warps,
     )

@@ -1,4 +1,5 @@
-"""The Triton functions the forward and backward kernels share: the recurrence's combine, a chunk's states, rows.
+"""The Triton functions the forward and backward kernels share: loading a chunk's tiles, the recurrence's combine,
+a chunk's states, rows of a chunk's tiles.
 
 A chunk is CHUNK steps of BLOCK_D channels and BLOCK_N states: tiles (CHUNK, BLOCK_D, BLOCK_N) in float32, scanned
 along the steps with ``tl.associative_scan``. Decays are ``exp2(dt * A log2(e))``: the caller passes A scaled by
@@ -13,6 +14,16 @@ compiler drops them.
 
 import triton
 import triton.language as tl
+
+
+@triton.jit
+def load_rows(row_pointers, stride_time, first, steps, seq_len, column_mask):
+    """The tile (CHUNK, K) of steps ``first + steps`` from ``row_pointers`` (K,) at step 0, in its dtype; 0 outside
+    the sequence. The kernels load a chunk's tiles one iteration ahead, so the loads run during the previous
+    chunk's work."""
+    time = first + steps  # (CHUNK,)
+    mask = ((time >= 0) & (time < seq_len))[:, None] & column_mask[None, :]
+    return tl.load(row_pointers[None, :] + time.to(tl.int64)[:, None] * stride_time, mask=mask, other=0.0)
 
 
 @triton.jit

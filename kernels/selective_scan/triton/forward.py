@@ -12,7 +12,7 @@ so no offset overflows 32 bits.
 import triton
 import triton.language as tl
 
-from kernels.selective_scan.triton.chunk_math import chunk_states, row
+from kernels.selective_scan.triton.chunk_math import chunk_states, load_rows, row
 
 LOG2_E = tl.constexpr(1.4426950408889634)  # exp(v) = exp2(v log2(e))
 
@@ -56,28 +56,32 @@ def _forward_kernel(
     y_row = y + batch * seq_len * inner_dim + dims
     num_chunks = tl.cdiv(seq_len, CHUNK)
     chunk_start = chunk_starts + batch * num_chunks * inner_dim * state_dim + channel_offsets  # chunk 0, moved on
+    # the tiles of the chunk to work on next, loaded one iteration ahead: (CHUNK, BLOCK_D), (CHUNK, BLOCK_N)
+    x_ahead = load_rows(x_row, stride_x_time, 0, steps, seq_len, dim_mask)
+    dt_ahead = load_rows(dt_row, stride_dt_time, 0, steps, seq_len, dim_mask)
+    B_ahead = load_rows(B_row, stride_b_time, 0, steps, seq_len, state_mask)
+    C_ahead = load_rows(C_row, stride_c_time, 0, steps, seq_len, state_mask & STORE_Y)
     for chunk in range(num_chunks):
-        first = chunk * CHUNK
-        time = first + steps  # (CHUNK,)
-        time_mask = time < seq_len
-        time_64 = time.to(tl.int64)[:, None]  # (CHUNK, 1)
-        tile_mask = time_mask[:, None] & dim_mask[None, :]  # (CHUNK, BLOCK_D)
-        state_tile_mask = time_mask[:, None] & state_mask[None, :]  # (CHUNK, BLOCK_N)
-        x_chunk = tl.load(x_row[None, :] + time_64 * stride_x_time, mask=tile_mask, other=0.0).to(tl.float32)
-        dt_chunk = tl.load(dt_row[None, :] + time_64 * stride_dt_time, mask=tile_mask, other=0.0).to(tl.float32)
-        B_chunk = tl.load(B_row[None, :] + time_64 * stride_b_time, mask=state_tile_mask, other=0.0).to(tl.float32)
+        x_chunk, dt_chunk = x_ahead.to(tl.float32), dt_ahead.to(tl.float32)  # (CHUNK, BLOCK_D)
+        B_chunk, C_chunk = B_ahead.to(tl.float32), C_ahead.to(tl.float32)  # (CHUNK, BLOCK_N)
+        following = (chunk + 1) * CHUNK
+        x_ahead = load_rows(x_row, stride_x_time, following, steps, seq_len, dim_mask)
+        dt_ahead = load_rows(dt_row, stride_dt_time, following, steps, seq_len, dim_mask)
+        B_ahead = load_rows(B_row, stride_b_time, following, steps, seq_len, state_mask)
+        C_ahead = load_rows(C_row, stride_c_time, following, steps, seq_len, state_mask & STORE_Y)
         if STORE_CHUNK_STARTS:
             tl.store(chunk_start, state, mask=channel_mask)
             chunk_start += inner_dim * state_dim
         _, states_chunk = chunk_states(dt_chunk, dt_chunk * x_chunk, B_chunk, A_log2, state, steps)  # (CHUNK, BD, BN)
         state = row(states_chunk, steps, CHUNK - 1)  # padded steps keep the state
         if STORE_Y:
-            C_chunk = tl.load(C_row[None, :] + time_64 * stride_c_time, mask=state_tile_mask,
-                              other=0.0).to(tl.float32)  # (CHUNK, BLOCK_N)
             y_chunk = tl.sum(states_chunk * C_chunk[:, None, :], axis=2)  # (CHUNK, BLOCK_D)
             if HAS_D:
                 y_chunk += skip[None, :] * x_chunk
-            tl.store(y_row[None, :] + time_64 * inner_dim, y_chunk.to(y.dtype.element_ty), mask=tile_mask)
+            time = chunk * CHUNK + steps  # (CHUNK,)
+            tile_mask = (time < seq_len)[:, None] & dim_mask[None, :]  # (CHUNK, BLOCK_D)
+            tl.store(y_row[None, :] + time.to(tl.int64)[:, None] * inner_dim, y_chunk.to(y.dtype.element_ty),
+                     mask=tile_mask)
     tl.store(final_state + batch * inner_dim * state_dim + channel_offsets, state, mask=channel_mask)
 
 

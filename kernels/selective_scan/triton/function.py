@@ -8,7 +8,9 @@ the final state in float32 (the caller casts it). Each gradient is returned in i
 Memory: the forward keeps the state entering every chunk for the backward, float32 (B, S / CHUNK, DI, N), where
 that takes no more memory than x and dt together (4 N / CHUNK bytes against their sizes per (batch, step,
 channel)); else the backward runs the forward kernel again to write them, so a stack of layers never holds them
-all.
+all. The backward writes the gradients of B and C per channel block, float32 (DI / BLOCK_D, B, S, N) each, and sums
+them here (no atomics, so the sums do not depend on the order the programs ran in): 400 MB each, for the moment
+of the sum, at Mamba 125M's layer with B 16, S 2048 (DI 1536 in blocks of 8, N 16).
 """
 
 from dataclasses import dataclass
@@ -22,40 +24,38 @@ from kernels.selective_scan.triton.forward import launch_forward
 @dataclass(frozen=True)
 class Tiling:
     """Tiles of CHUNK steps x BLOCK_D channels x all N states (powers of two) and warps per program, per kernel;
-    one CHUNK for both, since the backward starts from the states the forward wrote per chunk. The backward's
-    registers a thread may be capped (ptxas ``maxnreg``) so that more programs fit an SM."""
+    one CHUNK for both, since the backward starts from the states the forward wrote per chunk."""
 
     chunk: int
     forward_block_d: int
     forward_warps: int
     backward_block_d: int
     backward_warps: int
-    backward_max_registers: int | None = None
 
     def num_chunks(self, seq_len: int) -> int:
         return -(-seq_len // self.chunk)
 
 
-CHUNK = 16
-VALUES_PER_THREAD = 16  # float32 values of a (CHUNK, BLOCK_D, N) tile per thread
+# N padded to a power of two -> (CHUNK, float32 values of a (CHUNK, BLOCK_D, N) tile per thread); other N: (8, 8)
+TILES = {16: (16, 16)}
 FORWARD_WARPS, BACKWARD_WARPS = 8, 4
-# At N = 16 the backward takes 168 to 173 registers a thread (sm_80, sm_90a; bfloat16 and float32 inputs): capped
-# at 168 (no spill), 3 programs of 4 warps fit an SM's 64k registers instead of 2.
-BACKWARD_MAX_REGISTERS = {16: 168}
 
 
 def choose_tiling(state_dim: int) -> Tiling:
-    """CHUNK x BLOCK_D x N (N padded to a power of two) = 16 values per thread in both kernels. Compiled offline
-    (tests/test_selective_scan_triton.py, Triton 3.9, sm_90a, N 16): the forward takes 74 registers a thread (3
-    programs of 8 warps an SM), the backward 168 (3 programs of 4 warps), neither spills; 32 values a thread take
-    128 and 255 (the backward spilling)."""
+    """The tiles of a call with ``state_dim`` N. A thread holds all CHUNK steps of its values, and every (CHUNK,
+    BLOCK_D) tile (x, dt, their gradients) as many values as a (CHUNK, BLOCK_D, N) one, so the registers grow with
+    CHUNK. Compiled offline (tests/test_selective_scan_triton.py; Triton 3.9, sm_90a, bfloat16 inputs), none
+    spilling: at N 16, CHUNK 16 and 16 values a thread, the forward takes 72 to 76 registers a thread (3 programs of
+    8 warps an SM) and the backward 168 (3 programs of 4 warps; 230 on sm_80 with float32 inputs), where 32 values
+    a thread take 128 and 255 (the backward spilling); at N 4, 8, 32, 64 the same tiles take up to 255 in the
+    backward, CHUNK 8 and 8 values a thread 75 to 95 and 136 to 168."""
     block_n = 1 << (state_dim - 1).bit_length()
+    chunk, values_per_thread = TILES.get(block_n, (8, 8))
 
     def block_d(warps: int) -> int:
-        return max(1, VALUES_PER_THREAD * 32 * warps // (CHUNK * block_n))
+        return max(1, values_per_thread * 32 * warps // (chunk * block_n))
 
-    return Tiling(CHUNK, block_d(FORWARD_WARPS), FORWARD_WARPS, block_d(BACKWARD_WARPS), BACKWARD_WARPS,
-                  BACKWARD_MAX_REGISTERS.get(block_n))
+    return Tiling(chunk, block_d(FORWARD_WARPS), FORWARD_WARPS, block_d(BACKWARD_WARPS), BACKWARD_WARPS)
 
 
 def saves_chunk_starts(x: torch.Tensor, dt: torch.Tensor, state_dim: int, tiling: Tiling) -> bool:
@@ -112,8 +112,7 @@ class SelectiveScanTriton(torch.autograd.Function):
             if initial_state is not None else None
         launch_backward(x, dt, A, B, C, D, grad_y, grad_final_state, chunk_starts, grad_x, grad_dt, grad_A_rows,
                         grad_B_blocks, grad_C_blocks, grad_D_rows, grad_initial_state, chunk=tiling.chunk,
-                        block_d=tiling.backward_block_d, num_warps=tiling.backward_warps,
-                        max_registers=tiling.backward_max_registers)
+                        block_d=tiling.backward_block_d, num_warps=tiling.backward_warps)
         grad_D = grad_D_rows.sum(0).to(D.dtype) if D is not None else None
         if grad_initial_state is not None:
             grad_initial_state = grad_initial_state.to(initial_state.dtype)
