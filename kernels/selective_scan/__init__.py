@@ -2,7 +2,8 @@
 
 ``h_t = exp(dt_t A) h_{t-1} + dt_t x_t B_t`` and ``y_t = C_t h_t + D x_t`` for every channel d of DI
 and state n of N (A diagonal per channel, B_t and C_t shared by the channels). Backends: ``"torch"``
-(chunked parallel scan, any device) and, where installed on CUDA, ``"mamba_ssm"``.
+(chunked parallel scan, any device) and on CUDA, each behind the kernel probe (``kernels.probe``),
+``"mamba_ssm"`` where installed and ``"triton"`` (ours, ``kernels.selective_scan.triton``).
 """
 
 import torch
@@ -34,7 +35,7 @@ def selective_scan(
             projections; D: (DI,) skip weights or None.
         initial_state: (B, DI, N) state before the first step; default zeros.
         chunk_size: steps per chunk of the torch backend's parallel scan, a power of two (any S works).
-        backend: ``"auto"``, ``"torch"`` or ``"mamba_ssm"``.
+        backend: ``"auto"``, ``"torch"``, ``"mamba_ssm"`` or ``"triton"``.
     """
     check_inputs(x, dt, A, B, C, D, initial_state)
     check_chunk_size(chunk_size)
