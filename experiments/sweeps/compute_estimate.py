@@ -1,21 +1,40 @@
 """What a sweep's runs would cost, for ``sweep --dry-run``: per run its training tokens, its training FLOPs (from its
-model's architecture: models.flops) and the GPU-hours those take on a stated GPU at a stated utilisation.
+model's architecture: models.flops) and the GPU-hours those take on a stated GPU at a stated utilisation, or at the
+model FLOP utilisation measured for the run's model (results/reports/gpu_throughput.csv, written by
+``python -m benchmarks.run --only gpu``) where there is one.
 
 An estimate, not a measurement: tokens are max_steps x batch_size x the training sequence length (an upper bound for
 tasks of variable length); FLOPs are 3 x the forward FLOPs per token x tokens (models.flops); an evaluation-only run
 costs the forward FLOPs of the sets it evaluates (those its evaluation kind says it runs through the model); the validation and test passes of training runs are not counted.
 """
 
+import csv
 from dataclasses import dataclass
+from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 from experiments.config.evaluation_kinds import evaluated_tokens
 from experiments.config.validation import backbone_options
+from experiments.paths import REPORTS, REPOSITORY_ROOT
 from tasks.registry import task_spec
 from tasks.spec import SEQUENCES_PER_SAMPLE
 
 SECONDS_PER_HOUR = 3600
+# The measured training throughput per device and model (benchmarks.gpu_throughput writes it): the columns read here.
+MEASURED_THROUGHPUT = REPORTS / "gpu_throughput.csv"
+MEASURED_COLUMNS = ("device", "model", "status", "mfu", "peak_tflops")
+
+
+@dataclass(frozen=True)
+class MeasuredRate:
+    """A model's model FLOP utilisation (MFU) measured on ``device``, whose dense bf16 peak the MFU is a fraction of
+    (benchmarks.gpu_throughput: the 125M preset or the smallest, batch 16, context 2048, bf16)."""
+
+    model: str
+    device: str
+    utilization: float
+    peak_tflops: float
 
 
 @dataclass(frozen=True)
@@ -27,6 +46,8 @@ class Accelerator:
     name: str = "A100 bf16"
     peak_tflops: float = 312.0
     utilization: float = 0.4
+    measured: tuple[MeasuredRate, ...] = ()  # rates measured on this GPU: their models run at their MFU
+    source: str = ""  # the file the measured rates come from
 
     def __post_init__(self):
         if not self.peak_tflops > 0:
@@ -34,11 +55,85 @@ class Accelerator:
         if not 0 < self.utilization <= 1:
             raise ValueError(f"--utilization={self.utilization:g} must be in (0, 1] (a fraction of the peak, e.g. 0.4)")
 
-    def gpu_hours(self, flops: float) -> float:
-        return flops / (self.peak_tflops * 1e12 * self.utilization) / SECONDS_PER_HOUR
+    def measured_rate(self, model: str | None) -> MeasuredRate | None:
+        return next((rate for rate in self.measured if rate.model == model), None)
+
+    def gpu_hours(self, flops: float, model: str | None = None) -> float:
+        """``flops`` at the model FLOP/s measured for ``model`` on this GPU (its MFU x the peak it was measured
+        against) where there is one, else at ``utilization`` x ``peak_tflops``."""
+        rate = self.measured_rate(model)
+        flops_per_second = self.peak_tflops * 1e12 * self.utilization if rate is None else \
+            rate.peak_tflops * 1e12 * rate.utilization
+        return flops / flops_per_second / SECONDS_PER_HOUR
 
     def describe(self) -> str:
-        return f"{self.name} ({self.peak_tflops:g} TFLOP/s) at {self.utilization:.0%} utilisation"
+        text = f"{self.name} ({self.peak_tflops:g} TFLOP/s) at {self.utilization:.0%} utilisation"
+        return text + (" where no MFU is measured" if self.measured else "")
+
+    def utilizations(self, models: list[str]) -> str:
+        """Which utilisation the GPU-hours of ``models`` assume: "measured MFU on NVIDIA H200
+        (results/reports/gpu_throughput.csv): 31% for xlstm_1_0; 40% (assumed) for mamba"."""
+        measured = {model: rate for model in sorted(set(models)) if (rate := self.measured_rate(model)) is not None}
+        parts = []
+        if measured:
+            per_model = ", ".join(f"{rate.utilization:.0%} for {model}" for model, rate in measured.items())
+            parts.append(f"measured MFU on {self.name} ({self.source}): {per_model}")
+        assumed = sorted(set(models) - set(measured))
+        if assumed:
+            parts.append(f"{self.utilization:.0%} (assumed) for {', '.join(assumed)}")
+        return "; ".join(parts)
+
+
+def measured_rates(path: Path | None = None) -> dict[str, list[MeasuredRate]]:
+    """Device -> the rates measured on it, from the rows of ``path`` (default: MEASURED_THROUGHPUT) that measured a
+    model (status ok, an MFU); {} without the file."""
+    path = path or MEASURED_THROUGHPUT
+    if not path.exists():
+        return {}
+    with path.open(newline="") as file:
+        rows = list(csv.DictReader(file))
+    missing = [column for column in MEASURED_COLUMNS if rows and column not in rows[0]]
+    if missing:
+        raise ValueError(f"{path} lacks the columns {missing} (written by python -m benchmarks.run --only gpu)")
+    rates: dict[str, list[MeasuredRate]] = {}
+    for row in rows:
+        if row["status"] == "ok" and row["mfu"] and row["peak_tflops"]:
+            rates.setdefault(row["device"], []).append(
+                MeasuredRate(row["model"], row["device"], float(row["mfu"]), float(row["peak_tflops"])))
+    return rates
+
+
+def command_line_accelerator(gpu_name: str | None, gpu_tflops: float | None, utilization: float | None,
+                             path: Path | None = None) -> Accelerator:
+    """The dry run's GPU from ``--gpu-name``, ``--gpu-tflops`` and ``--utilization`` (None: not given) and the rates
+    measured in ``path`` (default: MEASURED_THROUGHPUT): the measured device that ``--gpu-name`` names (a part of its
+    name, e.g. "H200"), or without it the one device measured; the models measured on it at their measured rate, the
+    others at ``--utilization`` of its peak (or of --gpu-tflops). Without a measured device to use (none measured,
+    none that ``--gpu-name`` names, or several measured and none named), the stated GPU at the stated utilisation
+    (defaults: Accelerator's). ValueError where ``--gpu-name`` names several measured devices."""
+    default, path = Accelerator(), path or MEASURED_THROUGHPUT
+    rates = measured_rates(path)
+    if gpu_name is None:
+        devices = list(rates) if len(rates) == 1 else []
+    else:
+        devices = [device for device in rates if gpu_name.lower() in device.lower()]
+        if len(devices) > 1:
+            raise ValueError(f"--gpu-name {gpu_name!r} matches several devices measured in {path}: {devices}; "
+                             "name one of them")
+    if not devices:
+        return Accelerator(_given(gpu_name, default.name), _given(gpu_tflops, default.peak_tflops),
+                           _given(utilization, default.utilization))
+    device_rates = rates[devices[0]]
+    try:
+        source = str(path.relative_to(REPOSITORY_ROOT))
+    except ValueError:
+        source = str(path)
+    return Accelerator(devices[0], _given(gpu_tflops, device_rates[0].peak_tflops),
+                       _given(utilization, default.utilization), tuple(device_rates), source)
+
+
+def _given(value, default):
+    return default if value is None else value
 
 
 @dataclass(frozen=True)
@@ -50,6 +145,7 @@ class RunCompute:
     flops: float | None
     evaluated_tokens: int = 0
     unestimated: str | None = None  # an evaluation kind whose tokens are not known before its data is read
+    model: str | None = None  # the run's model (its measured MFU, where there is one, gives its GPU-hours)
 
 
 def run_compute(config: DictConfig) -> RunCompute:
@@ -57,8 +153,9 @@ def run_compute(config: DictConfig) -> RunCompute:
     an evaluation-only run trains nothing and costs the forward FLOPs of its validation and test sets."""
     spec = task_spec(OmegaConf.to_container(config.task, resolve=True))
     length = training_length(config) or spec.fixed_length
+    model = config.model.name
     if length is None:
-        return RunCompute(None, None)
+        return RunCompute(None, None, model=model)
     from models.flops import flops_per_token  # torch: imported once the plan is valid, only to estimate
 
     per_token = flops_per_token(
@@ -74,11 +171,11 @@ def run_compute(config: DictConfig) -> RunCompute:
         else:
             evaluated = evaluated_tokens(evaluate, OmegaConf.to_container(config.task, resolve=True))
         if evaluated is None:
-            return RunCompute(0, 0.0, unestimated=evaluate["kind"])
-        return RunCompute(0, per_token.forward * evaluated, evaluated)
+            return RunCompute(0, 0.0, unestimated=evaluate["kind"], model=model)
+        return RunCompute(0, per_token.forward * evaluated, evaluated, model=model)
     sequences = config.trainer.max_steps * config.trainer.batch_size * SEQUENCES_PER_SAMPLE.get(spec.output_kind, 1)
     tokens = sequences * length
-    return RunCompute(tokens, per_token.training * tokens)
+    return RunCompute(tokens, per_token.training * tokens, model=model)
 
 
 LENGTH_KEYS = ("train_max_length", "sequence_length", "context_length", "max_length")  # the first a task config has
@@ -105,6 +202,7 @@ def estimate_text(computes: list[RunCompute], accelerator: Accelerator) -> str:
     known = [compute for compute in computes if compute.tokens is not None]
     tokens = sum(compute.tokens for compute in known)
     flops = sum(compute.flops for compute in known)
+    hours = sum(accelerator.gpu_hours(compute.flops, compute.model) for compute in known)
     text = (
         f"Compute estimate (an estimate, not a measurement) for the {len(computes)} pending, failed and damaged runs: "
         f"{tokens:.3g} training tokens = max_steps x batch_size x training sequence length "
@@ -118,8 +216,7 @@ def estimate_text(computes: list[RunCompute], accelerator: Accelerator) -> str:
         f"  FLOPs: {flops:.3g} = 3 x forward FLOPs per token x training tokens, summed over runs (forward: 2 x the "
         "model's matmul parameters + the sequence mixing, attention over the full S x S square + the input and output "
         "maps; see models/flops.py)",
-        f"  GPU-hours: {accelerator.gpu_hours(flops):.3g} on {accelerator.describe()} = FLOPs / "
-        f"({accelerator.peak_tflops:g}e12 FLOP/s x {accelerator.utilization:g}) / 3600",
+        gpu_hours_line(hours, accelerator, [compute.model for compute in known]),
         "  not counted: the validation and test passes of training runs",
     ]
     evaluating = [compute for compute in known if compute.evaluated_tokens]
@@ -132,3 +229,11 @@ def estimate_text(computes: list[RunCompute], accelerator: Accelerator) -> str:
         lines.append(f"  not counted: {len(unestimated)} evaluation-only runs of kinds {sorted(set(unestimated))}, "
                      "whose tokens are known only once their data is read")
     return "\n".join(lines)
+
+
+def gpu_hours_line(hours: float, accelerator: Accelerator, models: list[str | None]) -> str:
+    text = f"  GPU-hours: {hours:.3g} on {accelerator.describe()} = FLOPs / "
+    if not accelerator.measured:
+        return text + f"({accelerator.peak_tflops:g}e12 FLOP/s x {accelerator.utilization:g}) / 3600"
+    return text + (f"(peak FLOP/s x the utilisation of the run's model) / 3600, summed over runs; "
+                   f"{accelerator.utilizations([model for model in models if model is not None])}")

@@ -246,7 +246,8 @@ def compute_cells(compute: RunCompute | None, accelerator: Accelerator) -> tuple
     if compute is None or compute.tokens is None:
         return "-", "-", "-"
     tokens = compute.evaluated_tokens or compute.tokens
-    return f"{tokens:.2g}", f"{compute.flops:.2g}", f"{accelerator.gpu_hours(compute.flops):.2g}"
+    hours = accelerator.gpu_hours(compute.flops, compute.model)  # at the model's measured MFU where there is one
+    return f"{tokens:.2g}", f"{compute.flops:.2g}", f"{hours:.2g}"
 
 
 def unavailable_models(runs: list[PlannedRun]) -> dict[str, str]:

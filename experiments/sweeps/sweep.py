@@ -27,7 +27,7 @@ from experiments.config.configuration import CONFIGS, group_choices, load_yaml
 from experiments.paths import REPOSITORY_ROOT, checked_folder
 from experiments.stop_signals import Stopped, stop_signals_raise
 from experiments.sweeps.claims import CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, read_claim
-from experiments.sweeps.compute_estimate import Accelerator
+from experiments.sweeps.compute_estimate import MEASURED_THROUGHPUT, Accelerator, command_line_accelerator
 from experiments.sweeps.local_launcher import run_locally
 from experiments.sweeps.run_execution import DEFAULT_RUN_FUNCTION, describe_os_error, skipped_outcome
 from experiments.sweeps.run_outcome import RunOutcome
@@ -375,11 +375,14 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="a summary per model and task of the runs, what is done and a compute estimate (tokens, FLOPs, GPU-hours); run nothing")
     parser.add_argument("--verbose", action="store_true", help="with --dry-run: also list every run with its run id, status and estimate")
     default = Accelerator()
-    parser.add_argument("--gpu-name", default=default.name, help=f"with --dry-run: the GPU the GPU-hours assume, by name (default: {default.name})")
-    parser.add_argument("--gpu-tflops", type=float, default=default.peak_tflops,
-                        help=f"with --dry-run: that GPU's dense peak in TFLOP/s (default: {default.peak_tflops:g}, an A100 in bf16)")
-    parser.add_argument("--utilization", type=float, default=default.utilization,
-                        help=f"with --dry-run: the fraction of the peak a run reaches (model FLOPs utilisation; default: {default.utilization:g})")
+    parser.add_argument("--gpu-name", help="with --dry-run: the GPU the GPU-hours assume, by name (default: the device "
+                        f"measured in {MEASURED_THROUGHPUT.name} if it holds one, else {default.name}); a part of a "
+                        "measured device's name (H200) takes that device's measured MFU per model")
+    parser.add_argument("--gpu-tflops", type=float, help="with --dry-run: that GPU's dense peak in TFLOP/s (default: "
+                        f"the measured device's, else {default.peak_tflops:g}, an A100 in bf16)")
+    parser.add_argument("--utilization", type=float, help="with --dry-run: the fraction of the peak a run reaches (model "
+                        "FLOPs utilisation) for models without a measured one (default: "
+                        f"{default.utilization:g})")
     parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                         help="only the runs of the cells with this value of a cell key, e.g. model.embedding_dim=192 "
                              "(repeat it: every key must match, a key given twice takes either value)")
@@ -402,7 +405,7 @@ def sweep_command(arguments: argparse.Namespace) -> int:
             run_function=arguments.run_function,
             root=arguments.root,
             stale_after_seconds=arguments.claim_timeout,
-            accelerator=Accelerator(arguments.gpu_name, arguments.gpu_tflops, arguments.utilization),
+            accelerator=command_line_accelerator(arguments.gpu_name, arguments.gpu_tflops, arguments.utilization),
             where=arguments.where,
         )
     except ValueError as error:
