@@ -1,15 +1,22 @@
 """Our xLSTM kernels and models against the official package, a same-size Llama and the machine, in one run.
 
     python -m benchmarks.run [--quick] [--repeats N] [--only SECTION ...]
+    python -m benchmarks.run --only gpu gpu_xlstm [--budget-seconds N] [--models ...]   (on a CUDA device)
 
 Every row times ours and its peer interleaved (medians of --repeats rounds, after a warm-up round) and prints
 the ratio (> 1: ours better; time and memory: peer / ours, rates: ours / peer) and, where the issue sets one,
 the target ratio and whether it is met. Results also go to results/reports/benchmarks.csv, one row per comparison
 with its section: a run of some sections (--only) replaces only their rows.
+
+The GPU sections run only when named and need a CUDA device: ``gpu`` (every language model's training throughput,
+MFU and memory against Llama: benchmarks.gpu_throughput, results/reports/gpu_throughput.csv) and ``gpu_xlstm`` (the
+mLSTM kernel grid and the LM step of xLSTM[1:0], xLSTM[7:1] and Llama at 125M and 350M: benchmarks.gpu_xlstm,
+results/reports/gpu_xlstm.csv). Each measures in child processes within --budget-seconds.
 """
 
 import argparse
 import math
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -17,12 +24,15 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import kernel_benchmarks, lm_training, model_benchmarks, mqar_generation, store_reading
+from benchmarks import (gpu_throughput, gpu_xlstm, kernel_benchmarks, lm_training, model_benchmarks, mqar_generation,
+                        store_reading)
 from benchmarks.timing import interleaved_medians
 from experiments.atomic import write_text_atomic
 from experiments.paths import REPORTS
 
 SECTIONS = ("mlstm", "memory", "slstm", "training", "generation", "mqar", "lm", "store")
+GPU_SECTIONS = ("gpu", "gpu_xlstm")  # run only when named (--only), on a CUDA device
+GPU_BUDGET_SECONDS = {"gpu": 600.0, "gpu_xlstm": 600.0}  # each section's default time budget
 
 
 def matmul_peak_gflops(size: int = 2048, repeats: int = 5) -> float:
@@ -31,7 +41,12 @@ def matmul_peak_gflops(size: int = 2048, repeats: int = 5) -> float:
     return 2 * size**3 / seconds / 1e9
 
 
-def comparisons(section: str, quick: bool, repeats: int, matmul_peak: float):
+def comparisons(section: str, quick: bool, repeats: int, matmul_peak: float, budget_seconds: float | None = None,
+                models: list[str] | None = None):
+    if section == "gpu":
+        return gpu_throughput.gpu_comparisons(budget_seconds or GPU_BUDGET_SECONDS[section], models)
+    if section == "gpu_xlstm":
+        return gpu_xlstm.xlstm_comparisons(budget_seconds or GPU_BUDGET_SECONDS[section])
     if section == "mlstm":
         return kernel_benchmarks.mlstm_comparisons([256] if quick else [256, 1024, 4096], repeats, matmul_peak)
     if section == "memory":
@@ -53,7 +68,7 @@ def comparisons(section: str, quick: bool, repeats: int, matmul_peak: float):
 
 def with_other_sections(table: pd.DataFrame, destination: Path) -> pd.DataFrame:
     """``table`` (the sections just run) with the rows of every other section already in ``destination``, in
-    SECTIONS order: a run of some sections never drops the results of the others."""
+    SECTIONS order (then GPU_SECTIONS'): a run of some sections never drops the results of the others."""
     if not destination.exists():
         return table
     existing = pd.read_csv(destination, dtype=str, keep_default_na=False)
@@ -62,7 +77,7 @@ def with_other_sections(table: pd.DataFrame, destination: Path) -> pd.DataFrame:
                          "aside or run every section")
     kept = existing[~existing["section"].isin(table["section"])]
     merged = pd.concat([kept, table.astype(object).where(table.notna(), "")], ignore_index=True)
-    order = merged["section"].map({name: index for index, name in enumerate(SECTIONS)})
+    order = merged["section"].map({name: index for index, name in enumerate(SECTIONS + GPU_SECTIONS)})
     return merged.iloc[order.argsort(kind="stable")]
 
 
@@ -79,18 +94,37 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="short sequences, few tokens, 3 repeats (a smoke run)")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS), metavar="SECTION",
-                        help=f"sections to run, from {list(SECTIONS)}")
+    parser.add_argument("--only", nargs="+", choices=SECTIONS + GPU_SECTIONS, default=list(SECTIONS), metavar="SECTION",
+                        help=f"sections to run, from {list(SECTIONS)} (default: all of them) and, on a CUDA device, "
+                             f"{list(GPU_SECTIONS)}")
+    parser.add_argument("--budget-seconds", type=float, help="the time budget of each GPU section (default: "
+                        f"{GPU_BUDGET_SECONDS}); what it does not reach is a row saying so")
+    parser.add_argument("--models", nargs="+", help="section gpu: only these language models (and Llama, the peer)")
     arguments = parser.parse_args(argv)
+    gpu_sections = [section for section in arguments.only if section in GPU_SECTIONS]
+    if arguments.models and "gpu" not in arguments.only:
+        parser.error("--models selects the models of section gpu: add --only gpu")
+    if gpu_sections and not torch.cuda.is_available():
+        print(f"benchmarks.run: sections {gpu_sections} need a CUDA device and torch sees none "
+              "(torch.cuda.is_available() is False)", file=sys.stderr)
+        return 2
     repeats = 3 if arguments.quick else arguments.repeats
     console = Console(width=200)
-    peak = matmul_peak_gflops()
-    console.print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, matmul peak {peak:.0f} GFLOP/s "
-                  f"(float32, 2048^2)")
+    if len(gpu_sections) < len(arguments.only):
+        peak = matmul_peak_gflops()
+        console.print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, matmul peak {peak:.0f} GFLOP/s "
+                      f"(float32, 2048^2)")
+    else:
+        peak = math.nan  # only the GPU sections, which compare against peers measured on the GPU
+        console.print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
     rows = []
     for section in arguments.only:
         console.print(f"[bold]{section}[/bold] ...")
-        rows += [{"section": section} | row.as_row() for row in comparisons(section, arguments.quick, repeats, peak)]
+        rows += [{"section": section} | row.as_row() for row in comparisons(
+            section, arguments.quick, repeats, peak, arguments.budget_seconds, arguments.models)]
+    if not rows:
+        console.print("no comparisons to record (every row above says why)")
+        return 0
     table = pd.DataFrame(rows)
     show(table, console)
     missed = table[table["met"] == "NO"]
