@@ -9,7 +9,7 @@ JOBS ?= 2
 LAUNCHER ?= local
 BENCH_FLAGS ?=   # e.g. --quick: short sequences, few repeats (a smoke run of the benchmarks)
 
-.PHONY: reproduce params test test-slow test-gpu install-gpu install-mamba bench parity corpus clean
+.PHONY: reproduce params test test-slow test-gpu install-gpu install-mamba bench bench-gpu parity corpus clean
 
 $(INSTALLED): pyproject.toml
 	python3 -m venv $(VENV)
@@ -40,8 +40,10 @@ test-slow: $(INSTALLED)
 # that holds the machine's CUDA torch and the suite (pip install -e ".[test,gpu]"; not .venv, whose torch is the CPU
 # build): GPU_PYTHON=/path/to/python.
 GPU_PYTHON ?= python3
+# Its report, results/reports/gpu/tests.md, from the run's junit XML (written only by a run that had a CUDA device).
 test-gpu:
-	$(GPU_PYTHON) -m pytest -q -m gpu
+	$(GPU_PYTHON) -m pytest -q -m gpu --junitxml=build/gpu-tests.xml; status=$$?; \
+	$(GPU_PYTHON) -m tests.gpu_report build/gpu-tests.xml; exit $$status
 
 # On a GPU machine: the suite and its optional GPU kernels into the environment of the machine's CUDA torch, which
 # stays as it is (pyproject asks for a torch range; not the test extra, whose Triton pin is for the CPU build).
@@ -57,6 +59,10 @@ install-mamba:
 bench: $(INSTALLED)
 	$(PYTHON) -m benchmarks.run $(BENCH_FLAGS)
 	$(PYTHON) -m benchmarks.throughput
+
+# The GPU benchmarks (results/reports/gpu_throughput.csv, gpu_xlstm.csv), in the environment of test-gpu.
+bench-gpu:
+	$(GPU_PYTHON) -m benchmarks.run --only gpu gpu_xlstm $(BENCH_FLAGS)
 
 # Training parity with the official xLSTM: both backbones, 5 seeds each, Cycle Nav at the mini budget, a rank test
 # (results/reports/parity/). Hours of CPU; finished runs are cached, so a rerun trains only what is missing.

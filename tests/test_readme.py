@@ -27,6 +27,10 @@ SLOW_COMMANDS = {"make bench": "make bench BENCH_FLAGS=--quick"}
 NOT_RUN_HERE = {
     "make test": "the suite itself: CI runs it on a clean clone (.ci/run), and this test is part of it",
     "make test-slow": "the slow suite, which includes this file's slow test",
+    "make install-gpu": "installs into the environment of a CUDA machine's torch (GPU_PYTHON), not this one",
+    "make install-mamba": "compiles CUDA kernels: needs nvcc and a CUDA torch",
+    "make test-gpu": "needs a CUDA device (without one every test is skipped); run on a lent GPU",
+    "make bench-gpu": "needs a CUDA device (without one it exits with one line); run on a lent GPU",
 }
 
 
