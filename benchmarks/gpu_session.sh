@@ -39,7 +39,7 @@ export PYTHONPATH=$PWD/.gpu/site:$PWD PYTHONUNBUFFERED=1
 # a probe child that hangs (fla's kernels on Triton 3.6) costs a minute, not the default ten
 export XLSTM_SUITE_PROBE_TIMEOUT=${XLSTM_SUITE_PROBE_TIMEOUT:-60}
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } \
+  python3 -c "import torch, triton, rich; print('torch', torch.__version__, 'triton', triton.__version__)"; } \
   >>"$session_log" 2>&1
 
 # the GPU suite: the files that hold tests marked gpu (collecting the whole suite would cost its imports)
