@@ -15,6 +15,7 @@ from benchmarks.memory import LiveTensorBytes
 from benchmarks.timing import interleaved_medians
 from models.generation import greedy_generate
 from models.xlstm.official import from_official
+from models.xlstm.official_configs import official_config
 
 BATCH, CONTEXT, EMBEDDING, VOCAB, HEADS = 16, 256, 128, 8192, 4
 RATIOS = ("xlstm_1_0", "xlstm_0_1", "xlstm_1_1")
@@ -24,8 +25,7 @@ MIB = 2**20
 
 def official_and_ours(ratio: str, context_length: int):
     """An initialised official xLSTM LM (E=128, 2 blocks, 4 heads, vocabulary 8192) and ours with its weights."""
-    from tests.official_models import official_config
-    from xlstm import xLSTMLMModel
+    from xlstm import xLSTMLMModel  # the official package is an optional (test) dependency
 
     torch.manual_seed(0)
     official = xLSTMLMModel(official_config(ratio, embedding_dim=EMBEDDING, context_length=context_length,
