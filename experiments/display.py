@@ -1,15 +1,10 @@
-"""How models, tasks, metrics and scales are named and shown in reports (the paper's spelling)."""
+"""How models, tasks, metrics and scales are named and shown in reports (the paper's spelling): models and tasks by
+the names their families give them (models.catalog, tasks.registry)."""
 
 from dataclasses import dataclass
 
+from models.catalog import display_name
 from tasks.registry import task_title
-
-MODEL_NAMES = {
-    "llama": "Llama", "gpt3": "GPT-3", "mamba": "Mamba", "mamba_tied": "Mamba (WT)", "retnet": "Retention", "hyena": "Hyena", "h3": "H3",
-    "rwkv4": "RWKV-4", "rwkv5": "RWKV-5", "rwkv6": "RWKV-6", "hgrn": "HGRN", "hgrn2": "HGRN2", "gla": "GLA",
-    "lstm": "LSTM", "lstm_block": "LSTM (Block)", "lstm_residual": "LSTM (Residual)",
-    "xlstm": "xLSTM", "xlstm_0_1": "xLSTM[0:1]", "xlstm_1_0": "xLSTM[1:0]", "xlstm_1_1": "xLSTM[1:1]", "xlstm_7_1": "xLSTM[7:1]",
-}
 
 # What a report at each scale can claim (DESIGN.md, Scales).
 SCALE_NOTES = {
@@ -75,7 +70,8 @@ def metric_label_with_split(metric: str) -> str:
 
 
 def model_name(model: str) -> str:
-    return MODEL_NAMES.get(model, model)
+    """The paper's name of a model ("xlstm_7_1" -> "xLSTM[7:1]"), as its family gives it, else the name itself."""
+    return display_name(model)
 
 
 def label(text: str) -> str:

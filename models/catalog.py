@@ -5,30 +5,26 @@ backbone's config dataclass, which raises ValueError naming the bad field and it
 (``models.registry``, imports torch) builds the modules from the same config functions.
 """
 
-import importlib
 from dataclasses import dataclass
-from types import ModuleType
 
-# Family -> its torch-free module with CONFIGS, LANGUAGE_MODEL_PRESETS and TIED_EMBEDDINGS (xLSTM: CONFIGS only;
-# its language models come from the ratio and size presets).
-CONFIG_MODULES = {
-    "xlstm": "models.xlstm.presets",
-    "lstm": "models.lstm.config",
-    "transformers": "models.transformers.config",
-    "linear_rnn": "models.linear_rnn.config",
-    "mamba": "models.mamba.config",
-    "rwkv4": "models.rwkv4.config",
-    "rwkv5": "models.rwkv5.config",
-    "ssm_conv": "models.ssm_conv.config",
-}
+from models.linear_rnn import config as linear_rnn
+from models.lstm import config as lstm
+from models.mamba import config as mamba
+from models.rwkv4 import config as rwkv4
+from models.rwkv5 import config as rwkv5
+from models.ssm_conv import config as ssm_conv
+from models.transformers import config as transformers
+from models.xlstm import presets as xlstm
 
-
-def config_modules() -> dict[str, ModuleType]:
-    return {family: importlib.import_module(module) for family, module in CONFIG_MODULES.items()}
+# The torch-free config module of every model family, each with CONFIGS (backbone name -> config function) and
+# DISPLAY_NAMES (model name -> the paper's name), most with LANGUAGE_MODEL_PRESETS (name -> size -> backbone config)
+# and TIED_EMBEDDINGS (the names whose LM head is the token embedding); xLSTM's language models come from its ratio and
+# size presets. A family adds its module here and its ``backbones`` module to models.registry.
+FAMILY_CONFIGS = (xlstm, lstm, transformers, linear_rnn, mamba, rwkv4, rwkv5, ssm_conv)
 
 
 def _configs() -> dict:
-    return {name: make for module in config_modules().values() for name, make in module.CONFIGS.items()}
+    return {name: make for family in FAMILY_CONFIGS for name, make in family.CONFIGS.items()}
 
 
 def known_backbones() -> list[str]:
@@ -47,12 +43,10 @@ def language_model_sizes() -> dict[str, dict[str, dict]]:
     """Model name -> size preset (e.g. "350m") -> its backbone config ``{"embedding_dim", "num_blocks", "options"}``:
     the paper's language models of Table spaj_peaklr, torch-free (a run config names a size and is checked against
     it before anything is built)."""
-    from models.xlstm.presets import RATIOS, SIZES
-
     sizes = {ratio: {size: {"embedding_dim": dim, "num_blocks": blocks, "options": {}}
-                     for size, (dim, blocks) in SIZES.items()} for ratio in RATIOS if ratio != "xlstm_1_1"}
-    for module in config_modules().values():
-        for name, presets in getattr(module, "LANGUAGE_MODEL_PRESETS", {}).items():
+                     for size, (dim, blocks) in xlstm.SIZES.items()} for ratio in xlstm.RATIOS if ratio != "xlstm_1_1"}
+    for family in FAMILY_CONFIGS:
+        for name, presets in getattr(family, "LANGUAGE_MODEL_PRESETS", {}).items():
             sizes[name] = {size: {"embedding_dim": preset["embedding_dim"], "num_blocks": preset["num_blocks"],
                                   "options": {key: value for key, value in preset.items()
                                               if key not in ("embedding_dim", "num_blocks")}}
@@ -60,9 +54,16 @@ def language_model_sizes() -> dict[str, dict[str, dict]]:
     return sizes
 
 
-def ties_embeddings(name: str) -> bool:
-    """Whether the paper's language model ``name`` shares its LM head with the token embedding (GPT-3 only)."""
-    return any(name in getattr(module, "TIED_EMBEDDINGS", set()) for module in config_modules().values())
+def tied_embeddings() -> set[str]:
+    """The paper's language models whose LM head shares the token embedding (GPT-3 only)."""
+    return {name for family in FAMILY_CONFIGS for name in getattr(family, "TIED_EMBEDDINGS", set())}
+
+
+def display_name(model: str) -> str:
+    """The paper's name of a model (its model config's name, configs/model): "xlstm_7_1" -> "xLSTM[7:1]", "mamba_tied"
+    -> "Mamba (WT)"; a name no family gives (a test's toy model) as it is."""
+    names = {name: shown for family in FAMILY_CONFIGS for name, shown in family.DISPLAY_NAMES.items()}
+    return names.get(model, model)
 
 
 @dataclass(frozen=True)

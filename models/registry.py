@@ -1,28 +1,34 @@
 """Backbones and language models by the paper's names.
 
-A model family contributes, in its torch-free config module (``models.catalog``), ``CONFIGS`` (name -> config
-function), ``LANGUAGE_MODEL_PRESETS`` (name -> size -> builder keyword arguments) and ``TIED_EMBEDDINGS`` (the
-models whose LM head shares the embedding, GPT-3), and in ``models.<family>.backbones`` ``MODULES`` (name -> the
-class of a (B, S, D) -> (B, S, D) module with init_state/step, built from that config).
+Each model family contributes, in its torch-free config module (``models.catalog.FAMILY_CONFIGS``), ``CONFIGS``
+(name -> config function), ``LANGUAGE_MODEL_PRESETS`` (name -> size -> builder keyword arguments) and
+``TIED_EMBEDDINGS`` (the models whose LM head shares the embedding, GPT-3), and in its ``backbones`` module (imported
+below) ``MODULES`` (name -> the class of a (B, S, D) -> (B, S, D) module with init_state/step, built from that
+config).
 """
-
-import importlib
 
 from torch import nn
 
-from models.catalog import backbone_config, config_modules
+from models.catalog import FAMILY_CONFIGS, backbone_config, tied_embeddings
 from models.language_model import LanguageModel
+from models.linear_rnn import backbones as linear_rnn
+from models.lstm import backbones as lstm
+from models.mamba import backbones as mamba
+from models.rwkv4 import backbones as rwkv4
+from models.rwkv5 import backbones as rwkv5
+from models.ssm_conv import backbones as ssm_conv
+from models.transformers import backbones as transformers
+from models.xlstm import backbones as xlstm
 from models.xlstm.config import XLSTMLanguageModelConfig, XLSTMStackConfig
 from models.xlstm.language_model import XLSTMLanguageModel
 from models.xlstm.presets import GPT2_VOCAB_PADDED, SIZES, language_model_config
 
-_MODULES: dict[str, type[nn.Module]] = {}
-_PRESETS: dict[str, dict[str, dict]] = {}
-_TIED: set[str] = set()
-for _family, _config_module in config_modules().items():
-    _MODULES.update(importlib.import_module(f"models.{_family}.backbones").MODULES)
-    _PRESETS.update(getattr(_config_module, "LANGUAGE_MODEL_PRESETS", {}))
-    _TIED.update(getattr(_config_module, "TIED_EMBEDDINGS", set()))
+FAMILY_BACKBONES = (xlstm, lstm, transformers, linear_rnn, mamba, rwkv4, rwkv5, ssm_conv)
+_MODULES: dict[str, type[nn.Module]] = {name: module for family in FAMILY_BACKBONES
+                                        for name, module in family.MODULES.items()}
+_PRESETS: dict[str, dict[str, dict]] = {name: presets for family in FAMILY_CONFIGS
+                                        for name, presets in getattr(family, "LANGUAGE_MODEL_PRESETS", {}).items()}
+_TIED = tied_embeddings()
 
 _XLSTM_LANGUAGE_MODELS = ("xlstm_1_0", "xlstm_7_1", "xlstm_0_1")
 

@@ -214,3 +214,6 @@ LANGUAGE_MODEL_PRESETS = {
 }
 
 TIED_EMBEDDINGS: set[str] = set()
+
+# model name -> the paper's name (reports print it; the paper calls RetNet's layer "Retention")
+DISPLAY_NAMES = {"gla": "GLA", "hgrn": "HGRN", "hgrn2": "HGRN2", "retnet": "Retention", "rwkv6": "RWKV-6"}

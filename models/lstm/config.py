@@ -92,3 +92,6 @@ CONFIGS = {
     "lstm_block": backbone_config(LSTMBlockConfig, "lstm_block"),
 }
 TIED_EMBEDDINGS: set[str] = set()
+
+# model name -> the paper's name (reports print it)
+DISPLAY_NAMES = {"lstm": "LSTM", "lstm_residual": "LSTM (Residual)", "lstm_block": "LSTM (Block)"}

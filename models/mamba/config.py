@@ -69,3 +69,7 @@ LANGUAGE_MODEL_PRESETS = {
 }
 
 TIED_EMBEDDINGS: set[str] = set()
+
+# model name -> the paper's name (reports print it); configs/model/mamba_tied.yaml is Mamba with its decoder tied to
+# the token embedding, the associative-recall figures' "Mamba" beside "Mamba (noWT)"
+DISPLAY_NAMES = {"mamba": "Mamba", "mamba_tied": "Mamba (WT)"}

@@ -53,3 +53,6 @@ LANGUAGE_MODEL_PRESETS = {
 }
 
 TIED_EMBEDDINGS: set[str] = set()
+
+# model name -> the paper's name (reports print it)
+DISPLAY_NAMES = {"rwkv4": "RWKV-4"}

@@ -50,3 +50,6 @@ LANGUAGE_MODEL_PRESETS: dict[str, dict[str, dict]] = {
 }
 
 TIED_EMBEDDINGS: set[str] = set()
+
+# model name -> the paper's name (reports print it)
+DISPLAY_NAMES = {"rwkv5": "RWKV-5"}

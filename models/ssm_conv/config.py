@@ -85,3 +85,6 @@ LANGUAGE_MODEL_PRESETS: dict[str, dict[str, dict]] = {
 }
 
 TIED_EMBEDDINGS: set[str] = set()
+
+# model name -> the paper's name (reports print it)
+DISPLAY_NAMES = {"h3": "H3", "hyena": "Hyena"}

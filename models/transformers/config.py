@@ -78,3 +78,6 @@ LANGUAGE_MODEL_PRESETS: dict[str, dict[str, dict]] = {
 }
 
 TIED_EMBEDDINGS = {"gpt3"}
+
+# model name -> the paper's name (reports print it)
+DISPLAY_NAMES = {"llama": "Llama", "gpt3": "GPT-3"}

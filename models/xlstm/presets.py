@@ -16,6 +16,10 @@ SIZES = {
 
 RATIOS = ("xlstm_1_0", "xlstm_7_1", "xlstm_0_1", "xlstm_1_1")
 
+# model name -> the paper's name (reports print it)
+DISPLAY_NAMES = {"xlstm": "xLSTM", "xlstm_1_0": "xLSTM[1:0]", "xlstm_7_1": "xLSTM[7:1]", "xlstm_0_1": "xLSTM[0:1]",
+                 "xlstm_1_1": "xLSTM[1:1]"}
+
 
 # The paper's sLSTM positions of xLSTM[7:1] by number of blocks (Appendix D); 24 blocks is the 125M model
 # ("actually a [11:1] ratio").
