@@ -1,18 +1,22 @@
-"""A residual stack: blocks, then a final norm; ``init_state``/``step`` thread one state per block."""
+"""A residual stack: blocks, then a final norm; ``init_state``/``step`` thread one state per block. ``through_blocks``
+is the step loop of every stack (and the chunk loop of those with a chunked forward)."""
 
 from collections.abc import Iterable
+from itertools import repeat
 from typing import Any
 
 import torch
 from torch import nn
 
 
-def through_blocks(blocks: Iterable[nn.Module], method: str, x: torch.Tensor, state: list[Any]):
-    """x through each block's ``method`` (step or forward_chunk) with the block's entry of ``state``: the output and
-    the new state, one entry per block."""
+def through_blocks(blocks: Iterable[nn.Module], method: str, x: torch.Tensor, state: list[Any],
+                   block_inputs: Iterable[dict] | None = None):
+    """x through each block's ``method`` (step or forward_chunk) with the block's entry of ``state`` and, where given,
+    its entry of ``block_inputs`` as keyword inputs (e.g. the forget gate's lower bound of an HGRN block): the output
+    and the new state, one entry per block."""
     new_state = []
-    for block, block_state in zip(blocks, state):
-        x, block_state = getattr(block, method)(x, block_state)
+    for block, block_state, inputs in zip(blocks, state, repeat({}) if block_inputs is None else block_inputs):
+        x, block_state = getattr(block, method)(x, block_state, **inputs)
         new_state.append(block_state)
     return x, new_state
 

@@ -7,6 +7,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from models.block_stack import through_blocks
+
 
 def swiglu_hidden_dim(embedding_dim: int, hidden_ratio: float) -> int:
     """flash-linear-attention's MLP size: 2/3 * ratio * D rounded up to a multiple of 256 (~ratio * D^2 params)."""
@@ -113,10 +115,7 @@ class ResidualStack(nn.Module):
 
     def step(self, x_t: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:
         """x_t (B, D) -> (B, D); the state holds one entry per block."""
-        new_state = []
-        for block, block_state, inputs in zip(self.blocks, state, self.block_inputs()):
-            x_t, block_state = block.step(x_t, block_state, **inputs)
-            new_state.append(block_state)
+        x_t, new_state = through_blocks(self.blocks, "step", x_t, state, self.block_inputs())
         return self.final_norm(x_t), new_state
 
 

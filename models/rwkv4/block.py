@@ -8,6 +8,7 @@ from torch import nn
 
 from kernels.wkv4 import WKV4State, wkv4, wkv4_step
 from kernels.wkv4 import initial_state as empty_wkv_state
+from models.block_stack import through_blocks
 from models.rwkv4.config import RWKV4Config
 
 
@@ -185,9 +186,5 @@ class RWKV4Backbone(nn.Module):
 
     def step(self, x_t: torch.Tensor, state: list[RWKV4BlockState]) -> tuple[torch.Tensor, list[RWKV4BlockState]]:
         """x_t (B, D) -> (B, D); the state holds one entry per block."""
-        x_t = self.input_norm(x_t)
-        new_state = []
-        for block, block_state in zip(self.blocks, state):
-            x_t, block_state = block.step(x_t, block_state)
-            new_state.append(block_state)
+        x_t, new_state = through_blocks(self.blocks, "step", self.input_norm(x_t), state)
         return self.final_norm(x_t), new_state

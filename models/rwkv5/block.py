@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from kernels.wkv5 import wkv5, wkv5_step
+from models.block_stack import through_blocks
 from models.rwkv5.config import RWKV5Config
 
 
@@ -180,9 +181,5 @@ class RWKV5Stack(nn.Module):
 
     def step(self, x_t: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:
         """x_t (B, D) -> (B, D); the state holds one entry per block."""
-        x_t = self.ln0(x_t)
-        new_state = []
-        for block, block_state in zip(self.blocks, state):
-            x_t, block_state = block.step(x_t, block_state)
-            new_state.append(block_state)
+        x_t, new_state = through_blocks(self.blocks, "step", self.ln0(x_t), state)
         return self.ln_out(x_t), new_state

@@ -14,7 +14,8 @@ from typing import Any, Iterable
 import torch
 from torch import nn
 
-from models.transformers.gpt import GeLUMLP
+from models.block_stack import through_blocks
+from models.transformers.block import GeLUMLP
 
 
 class ResidualBlock(nn.Module):
@@ -58,10 +59,7 @@ class ResidualStack(nn.Module):
 
     def step(self, x_t: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:
         """x_t (B, D) -> (B, D); the state holds one entry per block."""
-        new_state = []
-        for block, block_state in zip(self.blocks, state):
-            x_t, block_state = block.step(x_t, block_state)
-            new_state.append(block_state)
+        x_t, new_state = through_blocks(self.blocks, "step", x_t, state)
         return self.final_norm(x_t), new_state
 
 

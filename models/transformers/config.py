@@ -4,6 +4,7 @@ Torch-free, so that a run config is checked before torch is imported."""
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar, Literal
 
 from models.config_checks import backbone_config, check_positive
 
@@ -23,6 +24,7 @@ def resolved_num_heads(owner: str, embedding_dim: int, num_heads: int | None) ->
 class LlamaConfig:
     """Llama: rotary positions (an even head dim), SwiGLU MLP of ``ffn_hidden_dim`` units, RMSNorm, no biases."""
 
+    architecture: ClassVar[Literal["gpt3", "llama"]] = "llama"  # the parts of models.transformers.block and stack
     embedding_dim: int = 128
     num_blocks: int = 2
     num_heads: int | None = None  # None: embedding_dim // 64 heads (at least one)
@@ -48,6 +50,7 @@ class LlamaConfig:
 class GPT3Config:
     """GPT-3: learned positions for ``max_context_length`` tokens, GeLU MLP of ``ffn_factor * D`` units, LayerNorm."""
 
+    architecture: ClassVar[Literal["gpt3", "llama"]] = "gpt3"  # the parts of models.transformers.block and stack
     embedding_dim: int = 128
     num_blocks: int = 2
     num_heads: int | None = None  # None: embedding_dim // 64 heads (at least one)
