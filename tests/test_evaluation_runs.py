@@ -28,6 +28,7 @@ overrides: [model.num_blocks=1, model.embedding_dim=16, trainer.max_steps=3, tra
             task.test_samples=8]
 selection: {metric: val/accuracy, mode: max, choose: [optim.lr], average: [seed]}
 report: {kind: table, cells: [model], metric: val/accuracy}
+scales: {smoke: {}}
 """
 EVALUATION = """\
 artifact: recall-longer
@@ -39,6 +40,7 @@ grid:
 overrides: [task.val_samples=8]
 selection: {metric: trained/val/accuracy, mode: max, choose: [optim.lr], average: [seed]}
 report: {kind: table, cells: [model, task.context_length], metric: val/accuracy}
+scales: {smoke: {}}
 """
 
 

@@ -63,7 +63,7 @@ def test_tokens_that_no_length_divides_are_named_when_the_runs_are_planned(artif
         "artifact: uneven\nevaluates: {artifact: temp_sclaw300B, where: {model.embedding_dim: 32}, "
         "kind: context_extrapolation, settings: {tokens: 96}}\ngrid: {task.context_length: [16, 64]}\n"
         "selection: {metric: extrapolation/perplexity, mode: min, choose: [], average: [seed]}\n"
-        "report: {kind: table, cells: [model], metric: extrapolation/perplexity}\n")
+        "report: {kind: table, cells: [model], metric: extrapolation/perplexity}\nscales: {smoke: {}}\n")
     with pytest.raises(ConfigError, match=r"evaluates.settings.tokens=96 must be a multiple of "
                                           r"task.context_length=64: every length scores the same tokens"):
         load_artifact("uneven").runs("smoke")

@@ -53,7 +53,7 @@ def write_probe(artifact_folder, evaluates: str, metric: str, grid: str = "{}") 
     (artifact_folder / "probe.yaml").write_text(
         f"artifact: probe\nevaluates: {evaluates}\ngrid: {grid}\n"
         f"selection: {{metric: {metric}, mode: min, choose: [], average: [seed]}}\n"
-        f"report: {{kind: table, cells: [model], metric: {metric}}}\n")
+        f"report: {{kind: table, cells: [model], metric: {metric}}}\nscales: {{smoke: {{}}, paper: {{}}}}\n")
 
 
 def test_initial_weights_are_refused_for_a_kind_whose_result_depends_on_them(artifact_folder):

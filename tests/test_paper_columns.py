@@ -36,6 +36,7 @@ overrides: [task=lm_sample]
 selection: {{metric: paloma/average, mode: min, choose: [], average: [seed]}}
 report: {{kind: table, cells: [model, model.size], metric: paloma/average, paper_columns: {paper_columns}}}
 paper: {{numbers: {{table: ppleval, column: average}}}}
+scales: {{smoke: {{}}}}
 """)
 
 

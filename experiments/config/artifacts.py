@@ -82,6 +82,18 @@ class Artifact:
     evaluates: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def declared_scales(self) -> list[str]:
+        """The scales the artifact file declares (under ``scales:``), in the order smoke, mini, paper."""
+        return [scale for scale in SCALES if scale in self.scales]
+
+    def check_declared(self, scale: str) -> None:
+        """ConfigError naming the artifact's scales unless it declares ``scale``: a scale it lacks is refused, never
+        planned as the paper's grid."""
+        check_scale(scale)
+        if scale not in self.scales:
+            raise ConfigError(f"artifact {self.name!r} has no {scale!r} scale; its scales: {self.declared_scales}")
+
+    @property
     def layout(self):
         """The typed report section: its kind and how it places the cells (experiments.config.report_layouts)."""
         return report_layout(self.report)
@@ -163,6 +175,7 @@ class Artifact:
         Overrides, later ones winning: the cell's grid values, the artifact's cell overrides, the artifact's
         overrides, the scale's overrides, the scale's cell overrides, artifact and scale names, the user's.
         An evaluating artifact (``evaluates``) plans one run per training run and cell of its grid instead."""
+        self.check_declared(scale)
         if self.evaluates:
             return self.evaluation_runs(scale, extra_overrides)
         scale_cell_overrides = self.scales.get(scale, {}).get("cell_overrides") or {}
@@ -193,6 +206,9 @@ class Artifact:
         values, this artifact's overrides and the ``evaluate`` section naming the training run."""
         evaluates = self.evaluates_of(scale)
         source = load_artifact(evaluates["artifact"])
+        if scale not in source.scales:
+            raise ConfigError(f"artifact {self.name!r} evaluates the runs of {source.name!r}, which has no {scale!r} "
+                              f"scale; its scales: {source.declared_scales}")
         if source.evaluates:
             raise ConfigError(f"{self.name}: evaluates.artifact={source.name!r} is itself an evaluating artifact")
         where = evaluates.get("where") or {}

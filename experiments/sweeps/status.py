@@ -2,11 +2,13 @@
 how many of its planned runs are done, failed or missing), and a sweep's dry-run plan, progress bar and summary."""
 
 import argparse
+import re
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Mapping, Sequence
 
+import pandas as pd
 from rich import box
 from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -17,21 +19,29 @@ from experiments.config.artifacts import (SCALES, Artifact, PlannedRun, artifact
                                          load_artifact, override_value)
 from experiments.config.run_schema import INITIAL
 from experiments.config.titles import title_of
-from experiments.paths import checked_folder
+from experiments.paths import REPORTS, checked_folder
 from experiments.sweeps.claims import DEFAULT_STALE_AFTER_SECONDS
 from experiments.sweeps.compute_estimate import Accelerator, RunCompute, estimate_text, run_compute
 from experiments.sweeps.run_outcome import RunOutcome
+from experiments.sweeps.run_subset import parse_where, same_value
 from experiments.sweeps.run_store import DIVERGED_METRIC, RUN_STORE, run_directory, run_status, runs_frame, store_frame
 from experiments.sweeps.training_runs import training_sweep_command
 
-COLUMNS = ["runs", "done", "diverged", "failed", "running", "damaged", "missing", "n/a", "other"]
-COLUMN_NOTES = (
-    "diverged: done runs whose training loss turned non-finite (their metrics are NaN, as the paper prints); "
-    "missing: planned runs without a sound result.json (failed, running, damaged and n/a ones included); "
-    "damaged: a file of the run was moved aside as damaged (listed below), the next sweep reruns it; "
-    "n/a: not available, the model is not in the registry yet; "
-    "other: runs in the store with other configs (older configs, or sweeps with extra overrides)"
-)
+COLUMNS = ["runs", "done", "committed", "diverged", "failed", "running", "damaged", "missing", "n/a", "other"]
+ALWAYS_SHOWN = ("runs", "done", "missing")  # the others appear when a row has one
+COLUMN_NOTES = {
+    "committed": "done runs whose results a committed .runs.csv beside a report holds (the run store lacks them; "
+                 "report regenerates from them, a sweep would train them)",
+    "diverged": "done runs whose training loss turned non-finite (their metrics are NaN, as the paper prints)",
+    "failed": "runs whose last attempt failed (error.json)",
+    "running": "runs another worker holds",
+    "damaged": "a file of the run was moved aside as damaged (listed below), the next sweep reruns it",
+    "missing": "planned runs not done (failed, running, damaged and n/a ones included)",
+    "n/a": "not available, the model is not in the registry yet",
+    "other": "runs of other configs in the store or in committed results (older configs, or sweeps with extra "
+             "overrides, e.g. the committed mini language-model reports' task=offline_docs)",
+}
+RUNS_SUFFIX = ".runs.csv"  # per-run results committed beside a report (experiments.reports.committed_runs)
 
 
 # --- the list command ---------------------------------------------------------------------------------------------
@@ -42,29 +52,76 @@ def list_artifacts(
     artifacts: Sequence[str] | None = None,
     scales: Sequence[str] = SCALES,
     stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS,
+    where: Mapping[str, list[str]] | None = None,
+    reports: Path = REPORTS,
 ) -> Group:
-    """A table with one row per artifact and scale (missing counts every planned run without result.json), then a
-    line per damaged run naming its files."""
+    """A table with one row per artifact and scale it declares (missing counts every planned run not done; done
+    counts the runs of committed per-run results too), then a line per damaged run naming its files. ``where``
+    keeps the runs whose cells match it (experiments.sweeps.run_subset) and the rows that have such runs."""
     root = checked_folder(root, "--root")
     for scale in scales:
         check_scale(scale)
-    table = Table(title=f"Run store {root}", box=box.SIMPLE_HEAD, padding=0, show_edge=False)  # one space between columns
-    table.add_column("artifact", overflow="fold")  # a long name folds onto a second line; every number stays whole
-    table.add_column("scale", no_wrap=True)
-    for column in COLUMNS:
-        table.add_column(column, justify="right", no_wrap=True)
-    damaged: list[str] = []
+    rows, damaged = [], []
     loaded, bad_files = load_artifacts(artifacts or known_artifacts())
     for name, artifact in loaded.items():
         if artifact is None:
-            table.add_row(name, "bad", *("-" for _ in COLUMNS))  # its file is named below the table
+            rows.append((name, "bad", None))  # its file is named below the table
             continue
-        for scale in scales:
-            counts, damage = status_counts(artifact, scale, root, stale_after_seconds)
-            table.add_row(name, scale, *(str(counts[column]) for column in COLUMNS))
+        for scale in [scale for scale in scales if scale in artifact.scales]:
+            planned = artifact.runs(scale)
+            runs = runs_matching(planned, where) if where else planned
+            if not runs:
+                continue
+            counts, damage = status_counts(artifact.name, scale, runs, root, stale_after_seconds, reports,
+                                           {run.run_id for run in planned})
+            rows.append((name, scale, counts))
             damaged += damage
+    if where and not any(counts for _, _, counts in rows):
+        pairs = " ".join(f"{key}={value}" for key, values in where.items() for value in values)
+        raise ValueError(f"no planned run of {list(loaded)} matches --where {pairs}")
     lines = [*damaged, *(f"bad artifact file: {problem}" for problem in bad_files)]
-    return Group(table, *(Text(line, overflow="fold") for line in lines))
+    return Group(list_table(root, rows), *(Text(line, overflow="fold") for line in lines))
+
+
+def list_table(root: Path, rows: list[tuple[str, str, dict[str, int] | None]]) -> Table:
+    """The rows, each artifact's name on its first row only, no name wrapped, the columns that hold a count."""
+    shown = [column for column in COLUMNS
+             if column in ALWAYS_SHOWN or any(counts and counts[column] for _, _, counts in rows)]
+    table = Table(title=f"Run store {root}", box=box.SIMPLE_HEAD, padding=0, show_edge=False)  # one space between columns
+    table.add_column("artifact", no_wrap=True)
+    table.add_column("scale", no_wrap=True)
+    for column in shown:
+        table.add_column(column, justify="right", no_wrap=True)
+    previous = None
+    for name, scale, counts in rows:
+        cells = ("-" for _ in shown) if counts is None else (str(counts[column]) for column in shown)
+        table.add_row(name if name != previous else "", scale, *cells)
+        previous = name
+    return table
+
+
+def column_notes(table: Table) -> str:
+    """What the table's columns count, for the columns it shows."""
+    headers = [column.header for column in table.columns]
+    return "; ".join(f"{column}: {note}" for column, note in COLUMN_NOTES.items() if column in headers)
+
+
+def runs_matching(runs: list[PlannedRun], where: Mapping[str, list[str]]) -> list[PlannedRun]:
+    """The runs whose cells have every key of ``where`` at one of its values (an artifact without the key: none)."""
+    return [run for run in runs if all(key in run.cell and any(same_value(run.cell[key], value) for value in values)
+                                       for key, values in where.items())]
+
+
+def committed_done_ids(reports: Path, scale: str, artifact: str) -> set[str]:
+    """The run ids that the committed per-run results of the artifact's reports at ``scale`` hold as done: its own
+    report's and its ablations' (``<artifact>-<8 hex digits of the overrides>``)."""
+    own = re.compile(rf"{re.escape(artifact)}(-[0-9a-f]{{8}})?{re.escape(RUNS_SUFFIX)}")
+    done: set[str] = set()
+    for path in sorted((reports / scale).glob(f"{artifact}*{RUNS_SUFFIX}")):
+        if own.fullmatch(path.name) and path.is_file():
+            rows = pd.read_csv(path, usecols=["run_id", "status"], dtype=str)
+            done.update(rows.loc[rows["status"] == "done", "run_id"])
+    return done
 
 
 def load_artifacts(names: Sequence[str]) -> tuple[dict[str, Artifact | None], list[str]]:
@@ -83,22 +140,27 @@ def load_artifacts(names: Sequence[str]) -> tuple[dict[str, Artifact | None], li
     return loaded, bad_files
 
 
-def status_counts(artifact: Artifact, scale: str, root: Path, stale_after_seconds: float) -> tuple[dict[str, int], list[str]]:
-    """The counts of one row of ``list``, and what is damaged in its runs."""
-    runs = artifact.runs(scale)
+def status_counts(artifact: str, scale: str, runs: list[PlannedRun], root: Path, stale_after_seconds: float,
+                  reports: Path, planned_ids: set[str]) -> tuple[dict[str, int], list[str]]:
+    """The counts of one row of ``list`` (``runs``: the row's; ``planned_ids``: every planned run's, whatever the
+    row's ``--where``: "other" counts the runs of other configs), and what is damaged in its runs."""
     planned = runs_frame(runs, root, stale_after_seconds)
     statuses = Counter(planned["status"])
-    stored_ids = set(store_frame(root, scale, artifact.name, stale_after_seconds)["run_id"])
+    stored_ids = set(store_frame(root, scale, artifact, stale_after_seconds)["run_id"])
+    committed_ids = committed_done_ids(reports, scale, artifact)
+    committed = planned["run_id"].isin(committed_ids) & (planned["status"] != "done")
+    done = statuses["done"] + int(committed.sum())
     counts = {
         "runs": len(runs),
-        "done": statuses["done"],
+        "done": done,
+        "committed": int(committed.sum()),
         "diverged": int((planned.get(DIVERGED_METRIC) == 1).sum()) if DIVERGED_METRIC in planned else 0,
         "failed": statuses["failed"],
         "running": statuses["running"],
         "damaged": statuses["damaged"],
-        "missing": len(runs) - statuses["done"],
+        "missing": len(runs) - done,
         "n/a": statuses["unavailable"],
-        "other": len(stored_ids - {run.run_id for run in runs}),
+        "other": len((stored_ids | committed_ids) - planned_ids),
     }
     return counts, list(planned.loc[planned["status"] == "damaged", "error"])
 
@@ -340,20 +402,23 @@ class SweepProgress(Progress):
 def add_list_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("artifacts", nargs="*", metavar="ARTIFACT", help=f"artifacts to list (default: all of {known_artifacts()})")
     parser.add_argument("--scale", action="append", choices=SCALES, help="a scale to list (repeatable; default: all)")
+    parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                        help="only the runs whose cell has KEY=VALUE (repeatable; a key given twice takes either value)")
     parser.add_argument("--root", type=Path, default=RUN_STORE, help=argparse.SUPPRESS)
 
 
 def list_command(arguments: argparse.Namespace) -> int:
     console = Console()
     try:
+        where = parse_where(arguments.where)
         with console.status("planning every artifact's runs (composing their configs) ..."):
-            table = list_artifacts(arguments.root, arguments.artifacts, arguments.scale or SCALES)
+            listing = list_artifacts(arguments.root, arguments.artifacts, arguments.scale or SCALES, where=where)
         _, bad_files = load_artifacts(arguments.artifacts or known_artifacts())
     except ValueError as error:
         print(f"xlstm-suite list: error: {error}", file=sys.stderr)
         return 2
-    console.print(table)
-    console.print(COLUMN_NOTES, style="dim")
+    console.print(listing)
+    console.print(column_notes(listing.renderables[0]), style="dim")
     for problem in bad_files:  # listed with the others above, and an error all the same
         print(f"xlstm-suite list: error: {problem}", file=sys.stderr)
     return 2 if bad_files else 0
