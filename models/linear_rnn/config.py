@@ -6,29 +6,35 @@ modules ``gla``, ``hgrn``, ``hgrn2``, ``retnet`` and ``rwkv6``; parameter counts
 """
 
 import math
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
 
-from models.config_checks import backbone_config, check_choice, check_divisible, check_positive
+from models.config_checks import POSITIVE, ModelConfig, backbone_config, divisible_problems
 
 BACKENDS = ("auto", "torch", "fla")  # kernel backends of kernels.linear_attention
 
 
-def scaled_dim(owner: str, name: str, embedding_dim: int, ratio: float) -> int:
-    """embedding_dim * ratio, which must be an integer (as flash-linear-attention asserts)."""
+def scaled_dim_problems(owner: str, name: str, embedding_dim: int, ratio: float) -> list[str]:
+    """A message unless embedding_dim * ratio is a positive integer (as flash-linear-attention asserts)."""
     value = embedding_dim * ratio
     if not math.isclose(value, round(value)) or round(value) <= 0:
-        raise ValueError(
-            f"{owner}.{name}={ratio} times embedding_dim={embedding_dim} must be a positive integer; got {value}"
-        )
-    return round(value)
+        return [f"{owner}.{name}={ratio} times embedding_dim={embedding_dim} must be a positive integer; got {value}"]
+    return []
 
 
-class ExpandedKeyValue:
+def scaled_dim(owner: str, name: str, embedding_dim: int, ratio: float) -> int:
+    """embedding_dim * ratio, which must be an integer (ValueError naming ``owner.name`` otherwise)."""
+    problems = scaled_dim_problems(owner, name, embedding_dim, ratio)
+    if problems:
+        raise ValueError(problems[0])
+    return round(embedding_dim * ratio)
+
+
+class ExpandedKeyValue(ModelConfig):
     """Key and value widths ``embedding_dim`` x ``expand_k`` / ``expand_v`` (integers, as flash-linear-attention
-    asserts) of the configs that have them; ``owner`` names the model in errors."""
+    asserts) of the configs that have them, each divisible by the heads (``key_heads``: what divides the key width)."""
 
-    owner: ClassVar[str]
+    key_heads: ClassVar[str] = "num_heads"
 
     @property
     def key_dim(self) -> int:
@@ -38,57 +44,49 @@ class ExpandedKeyValue:
     def value_dim(self) -> int:
         return scaled_dim(self.owner, "expand_v", self.embedding_dim, self.expand_v)
 
+    def problems(self) -> list[str]:
+        problems = (scaled_dim_problems(self.owner, "expand_k", self.embedding_dim, self.expand_k)
+                    + scaled_dim_problems(self.owner, "expand_v", self.embedding_dim, self.expand_v))
+        if problems:
+            return problems
+        problems = divisible_problems(self.owner, "key_dim", self.key_dim, self.key_heads, getattr(self, self.key_heads))
+        return problems or divisible_problems(self.owner, "value_dim", self.value_dim, "num_heads", self.num_heads)
+
 
 @dataclass
 class GLAConfig(ExpandedKeyValue):
     owner: ClassVar[str] = "gla"
 
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    num_heads: int = 4
+    embedding_dim: int = field(default=128, metadata=POSITIVE)
+    num_blocks: int = field(default=2, metadata=POSITIVE)
+    num_heads: int = field(default=4, metadata=POSITIVE)
     expand_k: float = 0.5
     expand_v: float = 1.0
-    gate_low_rank_dim: int = 16
-    gate_logit_normalizer: float = 16.0
-    hidden_ratio: float = 4.0  # SwiGLU MLP size, see ``common.swiglu_hidden_dim``
-    norm_eps: float = 1e-6
-    chunk_size: int = 8  # 8 was fastest on CPU for E = 64 (the 3-D decay tensor grows with it)
-    backend: str = "auto"
-
-    def __post_init__(self):
-        for name in (
-            "embedding_dim",
-            "num_blocks",
-            "num_heads",
-            "gate_low_rank_dim",
-            "gate_logit_normalizer",
-            "hidden_ratio",
-            "norm_eps",
-            "chunk_size",
-        ):
-            check_positive("gla", name, getattr(self, name))
-        check_choice("gla", "backend", self.backend, BACKENDS)
-        check_divisible("gla", "key_dim", self.key_dim, "num_heads", self.num_heads)
-        check_divisible("gla", "value_dim", self.value_dim, "num_heads", self.num_heads)
+    gate_low_rank_dim: int = field(default=16, metadata=POSITIVE)
+    gate_logit_normalizer: float = field(default=16.0, metadata=POSITIVE)
+    hidden_ratio: float = field(default=4.0, metadata=POSITIVE)  # SwiGLU MLP size, see ``common.swiglu_hidden_dim``
+    norm_eps: float = field(default=1e-6, metadata=POSITIVE)
+    # 8 was fastest on CPU for E = 64 (the 3-D decay tensor grows with it)
+    chunk_size: int = field(default=8, metadata=POSITIVE)
+    backend: Literal[BACKENDS] = "auto"
 
 
 @dataclass
-class HGRNConfig:
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    expand_ratio: float = 1.0
-    use_lower_bound: bool = True
-    hidden_ratio: float = 4.0  # SwiGLU MLP size, see ``common.swiglu_hidden_dim``
-    norm_eps: float = 1e-6
-    chunk_size: int = 8  # 8 was fastest on CPU for E = 64 (the 3-D decay tensor grows with it)
-    backend: str = "auto"
+class HGRNConfig(ModelConfig):
+    owner: ClassVar[str] = "hgrn"
 
-    def __post_init__(self):
-        for name in ("embedding_dim", "num_blocks", "expand_ratio", "hidden_ratio", "norm_eps", "chunk_size"):
-            check_positive("hgrn", name, getattr(self, name))
-        check_choice("hgrn", "use_lower_bound", self.use_lower_bound, (True, False))
-        check_choice("hgrn", "backend", self.backend, BACKENDS)
-        scaled_dim("hgrn", "expand_ratio", self.embedding_dim, self.expand_ratio)  # raises unless an integer
+    embedding_dim: int = field(default=128, metadata=POSITIVE)
+    num_blocks: int = field(default=2, metadata=POSITIVE)
+    expand_ratio: float = field(default=1.0, metadata=POSITIVE)
+    use_lower_bound: bool = True
+    hidden_ratio: float = field(default=4.0, metadata=POSITIVE)  # SwiGLU MLP size, see ``common.swiglu_hidden_dim``
+    norm_eps: float = field(default=1e-6, metadata=POSITIVE)
+    # 8 was fastest on CPU for E = 64 (the 3-D decay tensor grows with it)
+    chunk_size: int = field(default=8, metadata=POSITIVE)
+    backend: Literal[BACKENDS] = "auto"
+
+    def problems(self) -> list[str]:
+        return scaled_dim_problems("hgrn", "expand_ratio", self.embedding_dim, self.expand_ratio)
 
     @property
     def inner_dim(self) -> int:
@@ -96,22 +94,21 @@ class HGRNConfig:
 
 
 @dataclass
-class HGRN2Config:
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    expand_ratio: int = 128  # key dims per head, i.e. the state expansion
-    use_lower_bound: bool = True
-    hidden_ratio: float = 4.0  # SwiGLU MLP size, see ``common.swiglu_hidden_dim``
-    norm_eps: float = 1e-6
-    chunk_size: int = 8  # 8 was fastest on CPU for E = 64 (the 3-D decay tensor grows with it)
-    backend: str = "auto"
+class HGRN2Config(ModelConfig):
+    owner: ClassVar[str] = "hgrn2"
 
-    def __post_init__(self):
-        for name in ("embedding_dim", "num_blocks", "expand_ratio", "hidden_ratio", "norm_eps", "chunk_size"):
-            check_positive("hgrn2", name, getattr(self, name))
-        check_choice("hgrn2", "use_lower_bound", self.use_lower_bound, (True, False))
-        check_choice("hgrn2", "backend", self.backend, BACKENDS)
-        check_divisible("hgrn2", "embedding_dim", self.embedding_dim, "expand_ratio", self.expand_ratio)
+    embedding_dim: int = field(default=128, metadata=POSITIVE)
+    num_blocks: int = field(default=2, metadata=POSITIVE)
+    expand_ratio: int = field(default=128, metadata=POSITIVE)  # key dims per head, i.e. the state expansion
+    use_lower_bound: bool = True
+    hidden_ratio: float = field(default=4.0, metadata=POSITIVE)  # SwiGLU MLP size, see ``common.swiglu_hidden_dim``
+    norm_eps: float = field(default=1e-6, metadata=POSITIVE)
+    # 8 was fastest on CPU for E = 64 (the 3-D decay tensor grows with it)
+    chunk_size: int = field(default=8, metadata=POSITIVE)
+    backend: Literal[BACKENDS] = "auto"
+
+    def problems(self) -> list[str]:
+        return divisible_problems("hgrn2", "embedding_dim", self.embedding_dim, "expand_ratio", self.expand_ratio)
 
     @property
     def num_heads(self) -> int:
@@ -122,63 +119,44 @@ class HGRN2Config:
 class RetNetConfig(ExpandedKeyValue):
     owner: ClassVar[str] = "retnet"
 
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    num_heads: int = 8
+    embedding_dim: int = field(default=128, metadata=POSITIVE)
+    num_blocks: int = field(default=2, metadata=POSITIVE)
+    num_heads: int = field(default=8, metadata=POSITIVE)
     expand_k: float = 1.0
     expand_v: float = 2.0
-    hidden_ratio: float = 2.0  # SwiGLU MLP size, see ``common.swiglu_hidden_dim``
-    rope_base: float = 10000.0
-    norm_eps: float = 1e-6
-    chunk_size: int = 64
-    backend: str = "auto"
+    hidden_ratio: float = field(default=2.0, metadata=POSITIVE)  # SwiGLU MLP size, see ``common.swiglu_hidden_dim``
+    rope_base: float = field(default=10000.0, metadata=POSITIVE)
+    norm_eps: float = field(default=1e-6, metadata=POSITIVE)
+    chunk_size: int = field(default=64, metadata=POSITIVE)
+    backend: Literal[BACKENDS] = "auto"
 
-    def __post_init__(self):
-        for name in ("embedding_dim", "num_blocks", "num_heads", "hidden_ratio", "rope_base", "norm_eps", "chunk_size"):
-            check_positive("retnet", name, getattr(self, name))
-        check_choice("retnet", "backend", self.backend, BACKENDS)
-        check_divisible("retnet", "key_dim", self.key_dim, "num_heads", self.num_heads)
-        check_divisible("retnet", "value_dim", self.value_dim, "num_heads", self.num_heads)
-        if (self.key_dim // self.num_heads) % 2:
-            raise ValueError(
-                f"retnet: the head key dim key_dim/num_heads={self.key_dim // self.num_heads} must be even "
-                "for rotary positions"
-            )
+    def problems(self) -> list[str]:
+        problems = super().problems()
+        if not problems and (self.key_dim // self.num_heads) % 2:
+            problems.append(f"retnet: the head key dim key_dim/num_heads={self.key_dim // self.num_heads} must be even "
+                            "for rotary positions")
+        return problems
 
 
 @dataclass
 class RWKV6Config(ExpandedKeyValue):
     owner: ClassVar[str] = "rwkv6"
+    key_heads: ClassVar[str] = "head_size"
 
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    head_size: int = 64
+    embedding_dim: int = field(default=128, metadata=POSITIVE)
+    num_blocks: int = field(default=2, metadata=POSITIVE)
+    head_size: int = field(default=64, metadata=POSITIVE)
     expand_k: float = 1.0
     expand_v: float = 1.0
-    hidden_ratio: float = 3.5  # channel-mix size: hidden_ratio * D rounded up to a multiple of 32
-    proj_low_rank_dim: int = 32  # ddlerp LoRA rank per target
-    gate_low_rank_dim: int = 64  # decay LoRA rank
-    norm_eps: float = 1e-5
-    group_norm_eps: float = 64e-5  # official: 1e-5 * head_size_divisor^2, divisor 8
-    chunk_size: int = 8  # 8 was fastest on CPU for E = 64 (the 3-D decay tensor grows with it)
-    backend: str = "auto"
-
-    def __post_init__(self):
-        for name in (
-            "embedding_dim",
-            "num_blocks",
-            "head_size",
-            "hidden_ratio",
-            "proj_low_rank_dim",
-            "gate_low_rank_dim",
-            "norm_eps",
-            "group_norm_eps",
-            "chunk_size",
-        ):
-            check_positive("rwkv6", name, getattr(self, name))
-        check_choice("rwkv6", "backend", self.backend, BACKENDS)
-        check_divisible("rwkv6", "key_dim", self.key_dim, "head_size", self.head_size)
-        check_divisible("rwkv6", "value_dim", self.value_dim, "num_heads", self.num_heads)
+    # channel-mix size: hidden_ratio * D rounded up to a multiple of 32
+    hidden_ratio: float = field(default=3.5, metadata=POSITIVE)
+    proj_low_rank_dim: int = field(default=32, metadata=POSITIVE)  # ddlerp LoRA rank per target
+    gate_low_rank_dim: int = field(default=64, metadata=POSITIVE)  # decay LoRA rank
+    norm_eps: float = field(default=1e-5, metadata=POSITIVE)
+    group_norm_eps: float = field(default=64e-5, metadata=POSITIVE)  # official: 1e-5 * head_size_divisor^2, divisor 8
+    # 8 was fastest on CPU for E = 64 (the 3-D decay tensor grows with it)
+    chunk_size: int = field(default=8, metadata=POSITIVE)
+    backend: Literal[BACKENDS] = "auto"
 
     @property
     def num_heads(self) -> int:

@@ -2,67 +2,60 @@
 
 Torch-free, so that a run config is checked before torch is imported."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
 
-from models.config_checks import backbone_config, check_positive
+from models.config_checks import POSITIVE, ModelConfig, backbone_config
 
 
 @dataclass
-class LSTMConfig:
+class LSTMConfig(ModelConfig):
     """The paper's "default PyTorch LSTM": ``num_blocks`` stacked layers of hidden size ``embedding_dim``,
     no skip connections, no norms (Appendix, ablation details)."""
 
-    embedding_dim: int = 128
-    num_blocks: int = 2
+    owner: ClassVar[str] = "lstm"
 
-    def __post_init__(self):
-        check_positive("lstm", "embedding_dim", self.embedding_dim)
-        check_positive("lstm", "num_blocks", self.num_blocks)
+    embedding_dim: int = field(default=128, metadata=POSITIVE)
+    num_blocks: int = field(default=2, metadata=POSITIVE)
 
 
 @dataclass
-class ResidualLSTMConfig:
+class ResidualLSTMConfig(ModelConfig):
     """Pre-LayerNorm residual blocks x + LSTM(LN(x)) and a final LayerNorm ("Adding Resnet Backbone").
 
     LayerNorm without bias is the xLSTM backbone's norm and reproduces the paper's 506.1M (with bias: 506.2M)."""
 
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    norm_bias: bool = False
-    norm_eps: float = 1e-5
+    owner: ClassVar[str] = "lstm_residual"
 
-    def __post_init__(self):
-        check_positive("lstm_residual", "embedding_dim", self.embedding_dim)
-        check_positive("lstm_residual", "num_blocks", self.num_blocks)
-        check_positive("lstm_residual", "norm_eps", self.norm_eps)
+    embedding_dim: int = field(default=128, metadata=POSITIVE)
+    num_blocks: int = field(default=2, metadata=POSITIVE)
+    norm_bias: bool = False
+    norm_eps: float = field(default=1e-5, metadata=POSITIVE)
 
 
 @dataclass
-class LSTMBlockConfig:
+class LSTMBlockConfig(ModelConfig):
     """Transformer blocks with an LSTM in place of attention: x + LSTM(LN(x)), then x + FFN(LN(x)) with a
     non-gated GeLU MLP of inner size ``ffn_proj_factor * embedding_dim``; a final LayerNorm.
 
     Without biases in the norms and the MLP (as in the xLSTM backbone) the 350M preset has the paper's 505.9M;
     with MLP biases it would be 506.0M."""
 
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    ffn_proj_factor: float = 4.0
+    owner: ClassVar[str] = "lstm_block"
+
+    embedding_dim: int = field(default=128, metadata=POSITIVE)
+    num_blocks: int = field(default=2, metadata=POSITIVE)
+    ffn_proj_factor: float = field(default=4.0, metadata=POSITIVE)
     ffn_bias: bool = False
     norm_bias: bool = False
-    norm_eps: float = 1e-5
+    norm_eps: float = field(default=1e-5, metadata=POSITIVE)
 
-    def __post_init__(self):
-        check_positive("lstm_block", "embedding_dim", self.embedding_dim)
-        check_positive("lstm_block", "num_blocks", self.num_blocks)
-        check_positive("lstm_block", "ffn_proj_factor", self.ffn_proj_factor)
-        check_positive("lstm_block", "norm_eps", self.norm_eps)
+    def problems(self) -> list[str]:
         inner = self.ffn_proj_factor * self.embedding_dim
         if inner != int(inner):
-            raise ValueError(
-                f"lstm_block.ffn_proj_factor={self.ffn_proj_factor!r} times embedding_dim={self.embedding_dim} "
-                f"must be a whole number of MLP units, got {inner}"
-            )
+            return [f"lstm_block.ffn_proj_factor={self.ffn_proj_factor!r} times embedding_dim={self.embedding_dim} "
+                    f"must be a whole number of MLP units, got {inner}"]
+        return []
 
     @property
     def ffn_inner_dim(self) -> int:

@@ -3,15 +3,16 @@
 Torch-free, so that a run config is checked before torch is imported."""
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
 
-from models.config_checks import backbone_config, check_choice, check_positive
+from models.config_checks import POSITIVE, ModelConfig, backbone_config
 
 BACKENDS = ("auto", "torch", "mamba_ssm", "triton")
 
 
 @dataclass
-class MambaConfig:
+class MambaConfig(ModelConfig):
     """Mamba (Gu & Dao 2023) with the defaults of the reference implementation (``mamba_ssm``).
 
     Blocks ``x + mixer(RMSNorm(x))``, a final RMSNorm. The mixer projects up to 2 x ``expand * D`` (SSM
@@ -19,32 +20,30 @@ class MambaConfig:
     branch, gates with SiLU(z) and projects down. ``dt_rank=None`` means the reference's ``ceil(D / 16)``.
     """
 
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    state_dim: int = 16
-    conv_kernel_size: int = 4
-    expand: int = 2
-    dt_rank: int | None = None
-    dt_min: float = 0.001
-    dt_max: float = 0.1
-    dt_init_floor: float = 1e-4
-    dt_scale: float = 1.0
-    proj_bias: bool = False
-    norm_eps: float = 1e-5
-    chunk_size: int = 8  # steps per chunk of the torch selective scan (a power of two)
-    backend: str = "auto"
+    owner: ClassVar[str] = "mamba"
 
-    def __post_init__(self):
-        for name in ("embedding_dim", "num_blocks", "state_dim", "conv_kernel_size", "expand", "dt_min", "dt_max",
-                     "dt_init_floor", "dt_scale", "norm_eps", "chunk_size"):
-            check_positive("mamba", name, getattr(self, name))
-        if self.dt_rank is not None:
-            check_positive("mamba", "dt_rank", self.dt_rank)
+    embedding_dim: int = field(default=128, metadata=POSITIVE)
+    num_blocks: int = field(default=2, metadata=POSITIVE)
+    state_dim: int = field(default=16, metadata=POSITIVE)
+    conv_kernel_size: int = field(default=4, metadata=POSITIVE)
+    expand: int = field(default=2, metadata=POSITIVE)
+    dt_rank: int | None = field(default=None, metadata=POSITIVE)
+    dt_min: float = field(default=0.001, metadata=POSITIVE)
+    dt_max: float = field(default=0.1, metadata=POSITIVE)
+    dt_init_floor: float = field(default=1e-4, metadata=POSITIVE)
+    dt_scale: float = field(default=1.0, metadata=POSITIVE)
+    proj_bias: bool = False
+    norm_eps: float = field(default=1e-5, metadata=POSITIVE)
+    chunk_size: int = field(default=8, metadata=POSITIVE)  # steps per chunk of the torch selective scan (a power of 2)
+    backend: Literal[BACKENDS] = "auto"
+
+    def problems(self) -> list[str]:
+        problems = []
         if self.dt_min > self.dt_max:
-            raise ValueError(f"mamba.dt_min={self.dt_min!r} must not exceed mamba.dt_max={self.dt_max!r}")
+            problems.append(f"mamba.dt_min={self.dt_min!r} must not exceed mamba.dt_max={self.dt_max!r}")
         if self.chunk_size & (self.chunk_size - 1):
-            raise ValueError(f"mamba.chunk_size={self.chunk_size!r} must be a power of two (1, 2, 4, 8, ...)")
-        check_choice("mamba", "backend", self.backend, BACKENDS)
+            problems.append(f"mamba.chunk_size={self.chunk_size!r} must be a power of two (1, 2, 4, 8, ...)")
+        return problems
 
     @property
     def inner_dim(self) -> int:

@@ -2,37 +2,36 @@
 
 Torch-free, so that a run config is checked before torch is imported."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
 
-from models.config_checks import backbone_config, check_choice, check_positive
+from models.config_checks import POSITIVE, ModelConfig, backbone_config
 
 BACKENDS = ("auto", "torch")
 
 
 @dataclass
-class RWKV4Config:
+class RWKV4Config(ModelConfig):
     """RWKV-4 (Peng et al. 2023) as in the reference repository (BlinkDL/RWKV-LM, RWKV-v4neo).
 
     An input LayerNorm (``ln0``), then blocks ``x + time_mix(LN(x))``, ``x + channel_mix(LN(x))``, and a
     final LayerNorm. The channel mix has ``ffn_proj_factor * D`` hidden units (the reference's 4 D).
     """
 
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    ffn_proj_factor: float = 4.0
-    norm_eps: float = 1e-5
-    chunk_size: int = 8  # steps per chunk of the torch WKV kernel (CPU, E=64: 4-8 fastest)
-    backend: str = "auto"
+    owner: ClassVar[str] = "rwkv4"
 
-    def __post_init__(self):
-        for name in ("embedding_dim", "num_blocks", "ffn_proj_factor", "norm_eps", "chunk_size"):
-            check_positive("rwkv4", name, getattr(self, name))
+    embedding_dim: int = field(default=128, metadata=POSITIVE)
+    num_blocks: int = field(default=2, metadata=POSITIVE)
+    ffn_proj_factor: float = field(default=4.0, metadata=POSITIVE)
+    norm_eps: float = field(default=1e-5, metadata=POSITIVE)
+    chunk_size: int = field(default=8, metadata=POSITIVE)  # steps per chunk of the torch WKV kernel (CPU, E=64: 4-8)
+    backend: Literal[BACKENDS] = "auto"
+
+    def problems(self) -> list[str]:
         if self.ffn_inner_dim != self.ffn_proj_factor * self.embedding_dim:
-            raise ValueError(
-                f"rwkv4.ffn_proj_factor={self.ffn_proj_factor!r} times embedding_dim={self.embedding_dim} must be a "
-                f"whole number of channel-mix units"
-            )
-        check_choice("rwkv4", "backend", self.backend, BACKENDS)
+            return [f"rwkv4.ffn_proj_factor={self.ffn_proj_factor!r} times embedding_dim={self.embedding_dim} must be "
+                    "a whole number of channel-mix units"]
+        return []
 
     @property
     def ffn_inner_dim(self) -> int:

@@ -4,33 +4,35 @@ Torch-free, so that a run config is checked before torch is imported. The model 
 the presets in the package docstring.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
 
-from models.config_checks import backbone_config, check_choice, check_positive
+from models.config_checks import POSITIVE, ModelConfig, backbone_config
 
 BACKENDS = ("auto", "torch")  # kernel backends of kernels.wkv5
 
 
 @dataclass
-class RWKV5Config:
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    head_size: int = 64
-    head_size_divisor: float = 8.0
-    ffn_dim: int | None = None  # None: 4 D rounded down to a multiple of 32
-    norm_eps: float = 1e-5
-    chunk_size: int = 16
-    backend: str = "auto"
+class RWKV5Config(ModelConfig):
+    owner: ClassVar[str] = "rwkv5"
 
-    def __post_init__(self):
-        for name in ("embedding_dim", "num_blocks", "head_size", "head_size_divisor", "norm_eps", "chunk_size"):
-            check_positive("rwkv5", name, getattr(self, name))
-        check_choice("rwkv5", "backend", self.backend, BACKENDS)
-        if self.embedding_dim % self.head_size:
-            raise ValueError(f"rwkv5.head_size={self.head_size} must divide rwkv5.embedding_dim={self.embedding_dim}")
+    embedding_dim: int = field(default=128, metadata=POSITIVE)
+    num_blocks: int = field(default=2, metadata=POSITIVE)
+    head_size: int = field(default=64, metadata=POSITIVE)
+    head_size_divisor: float = field(default=8.0, metadata=POSITIVE)
+    ffn_dim: int | None = field(default=None, metadata=POSITIVE)  # None: 4 D rounded down to a multiple of 32
+    norm_eps: float = field(default=1e-5, metadata=POSITIVE)
+    chunk_size: int = field(default=16, metadata=POSITIVE)
+    backend: Literal[BACKENDS] = "auto"
+
+    def resolve(self) -> None:
         if self.ffn_dim is None:
             self.ffn_dim = max(32, 4 * self.embedding_dim // 32 * 32)
-        check_positive("rwkv5", "ffn_dim", self.ffn_dim)
+
+    def problems(self) -> list[str]:
+        if self.embedding_dim % self.head_size:
+            return [f"rwkv5.head_size={self.head_size} must divide rwkv5.embedding_dim={self.embedding_dim}"]
+        return []
 
     @property
     def num_heads(self) -> int:

@@ -3,66 +3,73 @@
 Torch-free, so that a run config is checked before torch is imported."""
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from models.config_checks import backbone_config, check_positive
+from models.config_checks import POSITIVE, ModelConfig, backbone_config
 
 DEFAULT_HEAD_DIM = 64
 
 
-def resolved_num_heads(owner: str, embedding_dim: int, num_heads: int | None) -> int:
-    """``num_heads``, or embedding_dim // 64 heads (at least one) when None; it must divide embedding_dim."""
-    if num_heads is None:
-        return max(1, embedding_dim // DEFAULT_HEAD_DIM)
-    if num_heads <= 0 or embedding_dim % num_heads:
-        raise ValueError(f"{owner}.num_heads={num_heads} must be positive and divide embedding_dim={embedding_dim}")
-    return num_heads
+class AttentionHeads(ModelConfig):
+    """``num_heads`` of a Transformer config: None gives heads of 64 features (embedding_dim // 64, at least one); a
+    given number must divide embedding_dim."""
+
+    def resolve(self) -> None:
+        if self.num_heads is None:
+            self.num_heads = max(1, self.embedding_dim // DEFAULT_HEAD_DIM)
+
+    def problems(self) -> list[str]:
+        if self.embedding_dim % self.num_heads:
+            return [f"{self.owner}.num_heads={self.num_heads} must be positive and divide "
+                    f"embedding_dim={self.embedding_dim}"]
+        return []
 
 
 @dataclass
-class LlamaConfig:
+class LlamaConfig(AttentionHeads):
     """Llama: rotary positions (an even head dim), SwiGLU MLP of ``ffn_hidden_dim`` units, RMSNorm, no biases."""
 
+    owner: ClassVar[str] = "llama"
     architecture: ClassVar[Literal["gpt3", "llama"]] = "llama"  # the parts of models.transformers.block and stack
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    num_heads: int | None = None  # None: embedding_dim // 64 heads (at least one)
-    ffn_hidden_dim: int | None = None  # None: 8/3 embedding_dim rounded up to a multiple of ffn_multiple_of
-    ffn_multiple_of: int = 64
-    rope_theta: float = 10000.0
-    norm_eps: float = 1e-5
-    init_std: float = 0.02
 
-    def __post_init__(self):
-        for name in ("embedding_dim", "num_blocks", "ffn_multiple_of", "rope_theta", "norm_eps", "init_std"):
-            check_positive("llama", name, getattr(self, name))
-        self.num_heads = resolved_num_heads("llama", self.embedding_dim, self.num_heads)
-        if (self.embedding_dim // self.num_heads) % 2:
-            raise ValueError(f"llama.num_heads={self.num_heads} gives an odd head dim "
-                             f"{self.embedding_dim // self.num_heads}; rotary positions need an even one")
+    embedding_dim: int = field(default=128, metadata=POSITIVE)
+    num_blocks: int = field(default=2, metadata=POSITIVE)
+    num_heads: int | None = field(default=None, metadata=POSITIVE)  # None: embedding_dim // 64 (at least one)
+    # None: 8/3 embedding_dim rounded up to a multiple of ffn_multiple_of
+    ffn_hidden_dim: int | None = field(default=None, metadata=POSITIVE)
+    ffn_multiple_of: int = field(default=64, metadata=POSITIVE)
+    rope_theta: float = field(default=10000.0, metadata=POSITIVE)
+    norm_eps: float = field(default=1e-5, metadata=POSITIVE)
+    init_std: float = field(default=0.02, metadata=POSITIVE)
+
+    def resolve(self) -> None:
+        super().resolve()
         if self.ffn_hidden_dim is None:
             self.ffn_hidden_dim = self.ffn_multiple_of * math.ceil(8 * self.embedding_dim / 3 / self.ffn_multiple_of)
-        check_positive("llama", "ffn_hidden_dim", self.ffn_hidden_dim)
+
+    def problems(self) -> list[str]:
+        problems = super().problems()
+        if not problems and (self.embedding_dim // self.num_heads) % 2:
+            problems.append(f"llama.num_heads={self.num_heads} gives an odd head dim "
+                            f"{self.embedding_dim // self.num_heads}; rotary positions need an even one")
+        return problems
 
 
 @dataclass
-class GPT3Config:
+class GPT3Config(AttentionHeads):
     """GPT-3: learned positions for ``max_context_length`` tokens, GeLU MLP of ``ffn_factor * D`` units, LayerNorm."""
 
+    owner: ClassVar[str] = "gpt3"
     architecture: ClassVar[Literal["gpt3", "llama"]] = "gpt3"  # the parts of models.transformers.block and stack
-    embedding_dim: int = 128
-    num_blocks: int = 2
-    num_heads: int | None = None  # None: embedding_dim // 64 heads (at least one)
-    ffn_factor: int = 4
-    max_context_length: int = 2048
-    norm_eps: float = 1e-5
-    init_std: float = 0.02
 
-    def __post_init__(self):
-        for name in ("embedding_dim", "num_blocks", "ffn_factor", "max_context_length", "norm_eps", "init_std"):
-            check_positive("gpt3", name, getattr(self, name))
-        self.num_heads = resolved_num_heads("gpt3", self.embedding_dim, self.num_heads)
+    embedding_dim: int = field(default=128, metadata=POSITIVE)
+    num_blocks: int = field(default=2, metadata=POSITIVE)
+    num_heads: int | None = field(default=None, metadata=POSITIVE)  # None: embedding_dim // 64 (at least one)
+    ffn_factor: int = field(default=4, metadata=POSITIVE)
+    max_context_length: int = field(default=2048, metadata=POSITIVE)
+    norm_eps: float = field(default=1e-5, metadata=POSITIVE)
+    init_std: float = field(default=0.02, metadata=POSITIVE)
 
 
 CONFIGS = {"llama": backbone_config(LlamaConfig, "llama"), "gpt3": backbone_config(GPT3Config, "gpt3")}

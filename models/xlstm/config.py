@@ -2,8 +2,9 @@
 
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar, Literal
 
-from models.config_checks import check_choice, check_positive, config_from
+from models.config_checks import NOT_NEGATIVE, POSITIVE, ModelConfig, config_from
 
 FORGET_GATES = ("sigmoid", "exp")
 # Kernel backends (kernels.mlstm / kernels.slstm register them; a test keeps these lists equal to the registry's)
@@ -28,148 +29,133 @@ def round_up(value: float, multiple: int) -> int:
 
 
 @dataclass
-class MLSTMLayerConfig:
+class MLSTMLayerConfig(ModelConfig):
     """The mLSTM layer. ``proj_factor``, ``round_proj_up_to`` and ``qkv_proj_blocksize`` size the up-projection and the
     block-diagonal q, k, v of the pre up-projection block (paper Figure 10); the post up-projection block
     (XLSTMStackConfig.mlstm_block) has neither, its mLSTM runs at the embedding dim."""
 
-    num_heads: int = 4
-    proj_factor: float = 2.0
-    round_proj_up_to: int = 64
-    conv1d_kernel_size: int = 4  # 0: no convolution (the ablation of Table abl_matrixmemory)
-    qkv_proj_blocksize: int = 4
+    owner: ClassVar[str] = "mlstm"
+
+    num_heads: int = field(default=4, metadata=POSITIVE)
+    proj_factor: float = field(default=2.0, metadata=POSITIVE)
+    round_proj_up_to: int = field(default=64, metadata=POSITIVE)
+    # 0: no convolution (the ablation of Table abl_matrixmemory)
+    conv1d_kernel_size: int = field(default=4, metadata=NOT_NEGATIVE)
+    qkv_proj_blocksize: int = field(default=4, metadata=POSITIVE)
     bias: bool = False
-    forget_gate: str = "sigmoid"
-    formulation: str = "chunkwise"  # how forward() runs the cell; step() is always recurrent
-    chunk_size: int = 64
+    forget_gate: Literal[FORGET_GATES] = "sigmoid"
+    formulation: Literal[MLSTM_FORMULATIONS] = "chunkwise"  # how forward() runs the cell; step() is always recurrent
+    chunk_size: int = field(default=64, metadata=POSITIVE)
     eps: float = 1e-6
-    backend: str = "auto"
+    backend: Literal[MLSTM_BACKENDS] = "auto"
     # The gating ablation of Table ablstudies (bottom); the defaults are xLSTM's gates. Not input dependent: the
     # gate's pre-activation is its bias alone (no weight); no learnable bias: the bias is a fixed buffer.
     forget_gate_input_dependent: bool = True
     forget_gate_learnable_bias: bool = True
-    forget_gate_bias_init: str = "linspace"
+    forget_gate_bias_init: Literal[FORGET_GATE_BIAS_INITS] = "linspace"
     input_gate_input_dependent: bool = True
     input_gate_learnable_bias: bool = True
-    input_gate_bias_init: str = "normal"
+    input_gate_bias_init: Literal[INPUT_GATE_BIAS_INITS] = "normal"
 
-    def __post_init__(self):
-        check_choice("mlstm", "forget_gate", self.forget_gate, FORGET_GATES)
-        check_choice("mlstm", "backend", self.backend, MLSTM_BACKENDS)
-        check_choice("mlstm", "formulation", self.formulation, MLSTM_FORMULATIONS)
-        check_choice("mlstm", "forget_gate_bias_init", self.forget_gate_bias_init, FORGET_GATE_BIAS_INITS)
-        check_choice("mlstm", "input_gate_bias_init", self.input_gate_bias_init, INPUT_GATE_BIAS_INITS)
-        for gate in ("forget_gate", "input_gate"):
-            for option in ("input_dependent", "learnable_bias"):
-                check_choice("mlstm", f"{gate}_{option}", getattr(self, f"{gate}_{option}"), (True, False))
-        for name in ("num_heads", "proj_factor", "qkv_proj_blocksize", "chunk_size", "round_proj_up_to"):
-            check_positive("mlstm", name, getattr(self, name))
-        if self.conv1d_kernel_size < 0:
-            raise ValueError(f"mlstm.conv1d_kernel_size={self.conv1d_kernel_size} must be >= 0 (0 disables the convolution)")
-        if self.forget_gate_bias_init == "infinity":
-            fixed = (self.forget_gate, self.forget_gate_input_dependent, self.forget_gate_learnable_bias)
-            if fixed != ("sigmoid", False, False):
-                raise ValueError(
-                    "mlstm.forget_gate_bias_init='infinity' fixes the forget gate at one: it needs forget_gate='sigmoid' "
-                    "(exp(inf) is no gate), forget_gate_input_dependent=false and forget_gate_learnable_bias=false (an "
-                    f"infinite pre-activation has no gradient to learn from); got forget_gate={self.forget_gate!r}, "
-                    f"forget_gate_input_dependent={self.forget_gate_input_dependent}, "
-                    f"forget_gate_learnable_bias={self.forget_gate_learnable_bias}"
-                )
+    def problems(self) -> list[str]:
+        fixed = (self.forget_gate, self.forget_gate_input_dependent, self.forget_gate_learnable_bias)
+        if self.forget_gate_bias_init == "infinity" and fixed != ("sigmoid", False, False):
+            return ["mlstm.forget_gate_bias_init='infinity' fixes the forget gate at one: it needs "
+                    "forget_gate='sigmoid' (exp(inf) is no gate), forget_gate_input_dependent=false and "
+                    "forget_gate_learnable_bias=false (an infinite pre-activation has no gradient to learn from); got "
+                    f"forget_gate={self.forget_gate!r}, forget_gate_input_dependent={self.forget_gate_input_dependent}, "
+                    f"forget_gate_learnable_bias={self.forget_gate_learnable_bias}"]
+        return []
 
-    def inner_dim(self, embedding_dim: int) -> int:
+    def inner_dim_problems(self, embedding_dim: int) -> list[str]:
+        """A message unless the heads and the q, k, v blocks divide the up-projected inner dim."""
         inner = round_up(self.proj_factor * embedding_dim, self.round_proj_up_to)
         if inner % self.num_heads or inner % self.qkv_proj_blocksize:
-            raise ValueError(
-                f"mLSTM inner dim {inner} (embedding_dim {embedding_dim} x proj_factor {self.proj_factor}) must be "
-                f"divisible by mlstm.num_heads={self.num_heads} and mlstm.qkv_proj_blocksize={self.qkv_proj_blocksize}"
-            )
-        return inner
+            return [f"mLSTM inner dim {inner} (embedding_dim {embedding_dim} x proj_factor {self.proj_factor}) must be "
+                    f"divisible by mlstm.num_heads={self.num_heads} and "
+                    f"mlstm.qkv_proj_blocksize={self.qkv_proj_blocksize}"]
+        return []
+
+    def inner_dim(self, embedding_dim: int) -> int:
+        problems = self.inner_dim_problems(embedding_dim)
+        if problems:
+            raise ValueError(problems[0])
+        return round_up(self.proj_factor * embedding_dim, self.round_proj_up_to)
 
 
 @dataclass
-class SLSTMLayerConfig:
+class SLSTMLayerConfig(ModelConfig):
     """sLSTM in the post up-projection block (paper Figure 9); the feed-forward part is separate."""
 
-    num_heads: int = 4
-    conv1d_kernel_size: int = 4  # 0: no convolution (the formal-language experiments)
-    forget_gate: str = "sigmoid"
-    bias_init: str = "powerlaw_blockdependent"
-    recurrent_weight_init: str = "zeros"
-    recurrent_grad_clip: float | None = None  # the paper clips the recurrent gradient to magnitude 10
-    backend: str = "auto"
+    owner: ClassVar[str] = "slstm"
 
-    def __post_init__(self):
-        check_choice("slstm", "forget_gate", self.forget_gate, FORGET_GATES)
-        check_choice("slstm", "backend", self.backend, SLSTM_BACKENDS)
-        check_choice("slstm", "bias_init", self.bias_init, SLSTM_BIAS_INITS)
-        check_choice("slstm", "recurrent_weight_init", self.recurrent_weight_init, SLSTM_RECURRENT_INITS)
-        check_positive("slstm", "num_heads", self.num_heads)
-        if self.conv1d_kernel_size < 0:
-            raise ValueError(f"slstm.conv1d_kernel_size={self.conv1d_kernel_size} must be >= 0 (0 disables the convolution)")
-        if self.recurrent_grad_clip is not None:
-            check_positive("slstm", "recurrent_grad_clip", self.recurrent_grad_clip)
+    num_heads: int = field(default=4, metadata=POSITIVE)
+    # 0: no convolution (the formal-language experiments)
+    conv1d_kernel_size: int = field(default=4, metadata=NOT_NEGATIVE)
+    forget_gate: Literal[FORGET_GATES] = "sigmoid"
+    bias_init: Literal[SLSTM_BIAS_INITS] = "powerlaw_blockdependent"
+    recurrent_weight_init: Literal[SLSTM_RECURRENT_INITS] = "zeros"
+    # the paper clips the recurrent gradient to magnitude 10
+    recurrent_grad_clip: float | None = field(default=None, metadata=POSITIVE)
+    backend: Literal[SLSTM_BACKENDS] = "auto"
 
 
 @dataclass
-class FeedForwardConfig:
+class FeedForwardConfig(ModelConfig):
     """The MLP of a post up-projection block: gated, down(act(gate) * up), after the sLSTM (the official factor 1.3
     reproduces the paper's counts); or not gated, down(act(up)), as the ReLU^2 MLP after the mLSTM of Table
     abl_matrixmemory."""
 
-    proj_factor: float = 1.3
+    owner: ClassVar[str] = "feedforward"
+
+    proj_factor: float = field(default=1.3, metadata=POSITIVE)
     round_proj_up_to: int = 64
-    activation: str = "gelu"
+    activation: Literal[FEEDFORWARD_ACTIVATIONS] = "gelu"
     bias: bool = False
     gated: bool = True
-
-    def __post_init__(self):
-        check_choice("feedforward", "activation", self.activation, FEEDFORWARD_ACTIVATIONS)
-        check_choice("feedforward", "gated", self.gated, (True, False))
-        check_positive("feedforward", "proj_factor", self.proj_factor)
 
     def inner_dim(self, embedding_dim: int) -> int:
         return round_up(self.proj_factor * embedding_dim, self.round_proj_up_to)
 
 
 @dataclass
-class XLSTMStackConfig:
+class XLSTMStackConfig(ModelConfig):
     """A pre-LayerNorm residual stack of mLSTM and sLSTM blocks: xLSTM[a:b] with explicit sLSTM positions."""
 
-    embedding_dim: int = 128
-    num_blocks: int = 2
+    owner: ClassVar[str] = "xlstm"
+
+    embedding_dim: int = field(default=128, metadata=POSITIVE)
+    num_blocks: int = field(default=2, metadata=POSITIVE)
     slstm_at: list[int] = field(default_factory=list)  # 0-based block indices holding sLSTM blocks
     mlstm: MLSTMLayerConfig = field(default_factory=MLSTMLayerConfig)
     slstm: SLSTMLayerConfig = field(default_factory=SLSTMLayerConfig)
     feedforward: FeedForwardConfig = field(default_factory=FeedForwardConfig)  # of every post up-projection block
     add_post_blocks_norm: bool = True
-    mlstm_block: str = "pre_up_projection"
+    mlstm_block: Literal[MLSTM_BLOCKS] = "pre_up_projection"
 
-    def __post_init__(self):
+    def resolve(self) -> None:
         # Hydra and YAML hand over plain dicts; accept them so configs compose from files.
         for name, kind in (("mlstm", MLSTMLayerConfig), ("slstm", SLSTMLayerConfig), ("feedforward", FeedForwardConfig)):
             value = getattr(self, name)
             if isinstance(value, dict):
                 setattr(self, name, config_from(kind, name, **value))
-        check_positive("xlstm", "embedding_dim", self.embedding_dim)
-        check_positive("xlstm", "num_blocks", self.num_blocks)
-        check_choice("xlstm", "mlstm_block", self.mlstm_block, MLSTM_BLOCKS)
         self.slstm_at = sorted(self.slstm_at)
+
+    def problems(self) -> list[str]:
         invalid = [index for index in self.slstm_at if not 0 <= index < self.num_blocks]
         if invalid or len(set(self.slstm_at)) != len(self.slstm_at):
-            raise ValueError(
-                f"xlstm.slstm_at={self.slstm_at} must hold distinct block indices in [0, {self.num_blocks - 1}]"
-            )
+            return [f"xlstm.slstm_at={self.slstm_at} must hold distinct block indices in [0, {self.num_blocks - 1}]"]
+        problems = []
         if self.slstm_at and self.embedding_dim % self.slstm.num_heads:
-            raise ValueError(
-                f"xlstm.embedding_dim={self.embedding_dim} must be divisible by slstm.num_heads={self.slstm.num_heads}"
-            )
+            problems.append(f"xlstm.embedding_dim={self.embedding_dim} must be divisible by "
+                            f"slstm.num_heads={self.slstm.num_heads}")
         if len(self.slstm_at) < self.num_blocks:
             if self.mlstm_block == "pre_up_projection":
-                self.mlstm.inner_dim(self.embedding_dim)  # raises if heads do not divide the inner dim
+                problems += self.mlstm.inner_dim_problems(self.embedding_dim)
             elif self.embedding_dim % self.mlstm.num_heads:
-                raise ValueError(f"xlstm.embedding_dim={self.embedding_dim} must be divisible by "
-                                 f"mlstm.num_heads={self.mlstm.num_heads} (the post up-projection mLSTM's heads)")
+                problems.append(f"xlstm.embedding_dim={self.embedding_dim} must be divisible by "
+                                f"mlstm.num_heads={self.mlstm.num_heads} (the post up-projection mLSTM's heads)")
+        return problems
 
     def mlstm_cell_dim(self) -> int:
         """Features of the mLSTM cell: the up-projected inner dim in the pre up-projection block, the embedding dim in
@@ -184,14 +170,15 @@ class XLSTMStackConfig:
 
 
 @dataclass
-class XLSTMLanguageModelConfig:
+class XLSTMLanguageModelConfig(ModelConfig):
     """Token embedding -> xLSTM stack -> LM head (untied by default); no positional encoding."""
 
+    owner: ClassVar[str] = "lm"
+
     stack: XLSTMStackConfig = field(default_factory=XLSTMStackConfig)
-    vocab_size: int = 50304
+    vocab_size: int = field(default=50304, metadata=POSITIVE)
     tie_weights: bool = False
 
-    def __post_init__(self):
+    def resolve(self) -> None:
         if isinstance(self.stack, dict):
             self.stack = config_from(XLSTMStackConfig, "xlstm", **self.stack)
-        check_positive("lm", "vocab_size", self.vocab_size)
