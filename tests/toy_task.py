@@ -36,4 +36,10 @@ class PreviousTokenConfig:
         return []
 
 
-TASK_FAMILIES = {"toy": TaskFamily(PreviousTokenConfig, "tests.toy_task_data:build_datamodule")}
+def toy_datamodule(config: PreviousTokenConfig, batch_size: int):
+    from tests.toy_task_data import build_datamodule  # torch and Lightning: only to train
+
+    return build_datamodule(config, batch_size)
+
+
+TASK_FAMILIES = {"toy": TaskFamily(PreviousTokenConfig, toy_datamodule)}
