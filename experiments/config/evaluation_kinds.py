@@ -3,10 +3,9 @@
 An evaluating artifact names a kind (``evaluates.kind``) and its settings (``evaluates.settings``); each of its runs
 is a training run's config extended by the ``evaluate`` section, which holds the kind and its settings with every
 default filled in (experiments.config.artifacts). A kind is its settings' schema (a dataclass, checked like every
-other section, without torch) and the dotted path of its run function (``run(config, run_dir) -> metrics``), which
-the sweep runs instead of training (experiments.sweeps.run_execution). The registry lives here, not in
-experiments/evaluation, because a config is checked before any compute and config imports nothing above it; the
-run functions live in experiments/evaluation.
+other section, without torch). The registry of kinds lives here, not in experiments/evaluation, because a config is
+checked before any compute and config imports nothing above it; each kind's run function (``run(config, run_dir) ->
+metrics``, in experiments/evaluation), which the sweep runs instead of training, is named by experiments.run_kinds.
 
 Without a kind, an evaluating artifact evaluates the checkpoint on its own task settings (its grid replaces the
 training cell's values, e.g. a longer context) with the task's validation and test metrics
@@ -19,33 +18,36 @@ from typing import Literal
 
 from experiments.config.config_schema import section_problems
 from experiments.config.bounds import BATCH, EVALUATED_TOKENS, LENGTH, MAX_MEMORY_MIB, SAMPLES
-from tasks.lm.paloma import HUB_ID, SOURCES, SPLITS
+from tasks.registry import TEXT
+
+PALOMA = TEXT.paloma
 
 
 @dataclass
 class PalomaSettings:
     """PALOMA as the paper scores it (Appendix "Details on PALOMA"): documents cut into windows of ``window`` tokens
     (its 2048, the models' training context), "evaluated in bfloat16 Mixed Precision" (``precision``), every token
-    of a document scored once (tasks.lm.paloma_windows). The paper does not say which split it scores: ``val`` here,
+    of a document scored once (tasks.text.Paloma.windows). The paper does not say which split it scores: ``val`` here,
     the split PALOMA's own evaluation code scores (OLMo-Eval's task set ``paloma_hf_release_val``).
 
     ``location``: a local clone of the hub repository (``<source>/<split>/*.jsonl.gz``), the hub id, or ``sample``:
-    a few sonnets per source in PALOMA's layout (tasks.lm.paloma_sample), the smoke scale's offline stand-in.
+    a few sonnets per source in PALOMA's layout (tasks.text.Paloma.sample_location), the smoke scale's offline
+    stand-in.
     ``sources``: the hub configs scored (a table's columns need theirs). ``tokens_per_batch``: input positions per
     forward pass (speed and memory only)."""
 
-    location: str = HUB_ID
-    split: Literal[SPLITS] = "val"
-    sources: list[str] = field(default_factory=lambda: list(SOURCES))
+    location: str = PALOMA.hub_id
+    split: Literal[PALOMA.splits] = "val"
+    sources: list[str] = field(default_factory=lambda: list(PALOMA.sources))
     window: int = field(default=2048, metadata=LENGTH)
     tokens_per_batch: int = field(default=16384, metadata=EVALUATED_TOKENS)
     precision: Literal["bf16-mixed", "32-true"] = "bf16-mixed"
 
     def problems(self) -> list[str]:
-        problems = [f"sources: {source!r} is not a PALOMA source; valid choices: {list(SOURCES)}"
-                    for source in self.sources if source not in SOURCES]
+        problems = [f"sources: {source!r} is not a PALOMA source; valid choices: {list(PALOMA.sources)}"
+                    for source in self.sources if source not in PALOMA.sources]
         if not self.sources:
-            problems.append(f"sources=[] names no source; valid choices: {list(SOURCES)}")
+            problems.append(f"sources=[] names no source; valid choices: {list(PALOMA.sources)}")
         if self.tokens_per_batch < self.window:
             problems.append(f"tokens_per_batch={self.tokens_per_batch} must hold one window of window={self.window} "
                             "tokens")
@@ -167,23 +169,18 @@ class DecodingThroughputSettings:
 
 @dataclass(frozen=True)
 class EvaluationKind:
-    settings: type  # a dataclass whose every field has a default
-    run_function: str  # dotted path of run(config, run_dir) -> metrics
+    settings: type  # a dataclass whose every field has a default; the run function: experiments.run_kinds
     # it measures what the weights do not change (time, memory): evaluates.checkpoint may be ``initial``, the model
     # at its initial weights, whose training run need not have run
     initial_weights: bool = False
 
 
 EVALUATION_KINDS = {
-    "paloma": EvaluationKind(PalomaSettings, "experiments.evaluation.paloma_run.run_paloma"),
-    "lmeval": EvaluationKind(LmevalSettings, "experiments.evaluation.lmeval_run.run_lmeval"),
-    "context_extrapolation": EvaluationKind(ContextExtrapolationSettings,
-                                            "experiments.evaluation.extrapolation_run.run_context_extrapolation"),
-    "generation_time": EvaluationKind(GenerationTimeSettings, "experiments.evaluation.generation_speed.run_generation_time",
-                                      initial_weights=True),
-    "decoding_throughput": EvaluationKind(DecodingThroughputSettings,
-                                          "experiments.evaluation.generation_speed.run_decoding_throughput",
-                                          initial_weights=True),
+    "paloma": EvaluationKind(PalomaSettings),
+    "lmeval": EvaluationKind(LmevalSettings),
+    "context_extrapolation": EvaluationKind(ContextExtrapolationSettings),
+    "generation_time": EvaluationKind(GenerationTimeSettings, initial_weights=True),
+    "decoding_throughput": EvaluationKind(DecodingThroughputSettings, initial_weights=True),
 }
 
 
@@ -217,10 +214,3 @@ def task_problems(evaluate: dict, task: dict) -> list[str]:
 def evaluated_tokens(evaluate: dict, task: dict) -> int | None:
     """The tokens an evaluation run of a kind runs through the model (None: not known before its data is read)."""
     return section_settings(evaluate).evaluated_tokens(task)
-
-
-def kind_run_function(evaluate: dict | None) -> str | None:
-    """The run function of an ``evaluate`` section's kind; None for a training run (no section) and for an
-    evaluation without a kind (the training run function evaluates those)."""
-    kind = (evaluate or {}).get("kind")
-    return None if kind is None else EVALUATION_KINDS[kind].run_function

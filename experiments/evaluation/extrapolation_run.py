@@ -17,7 +17,6 @@ import math
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
@@ -27,9 +26,7 @@ from experiments.evaluation.trained_models import precision_context, trained_lan
 from experiments.evaluation.peak_memory import peak_memory_bytes
 from experiments.training.train import training_checkpoint
 from models.chunked_forward import chunked_logits, state_grows
-from tasks.lm.config import LMTaskConfig
-from tasks.lm.data import part_tokens
-from tasks.lm.sequences import TokenWindows
+from tasks.registry import validation_sequences as task_validation_sequences
 
 MIB = 2**20
 
@@ -62,15 +59,10 @@ def run_context_extrapolation(config: DictConfig, run_dir: Path) -> dict[str, fl
 
 
 def validation_sequences(config: DictConfig, count: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Inputs and targets (count, L) each: the first ``count`` validation sequences of the run's language modelling
-    task at its context length L (ValueError naming the setting when its validation part is too short)."""
-    task = OmegaConf.to_container(config.task, resolve=True)
-    if task.get("family") != "lm":
-        raise ValueError(f"the context_extrapolation evaluation scores language models; task {task.get('name')!r} "
-                         f"is of family {task.get('family')!r}, not 'lm'")
-    task["val_sequences"] = count
-    tokens = part_tokens(LMTaskConfig(**task), "validation")
-    return TokenWindows(tokens, task["context_length"]).samples(np.arange(count))
+    """Inputs and targets (count, L) each: the first ``count`` validation sequences of the run's task, a task of text
+    (its family's, tasks.registry.validation_sequences), at its context length L (ValueError naming the setting when
+    its validation part is too short, or the families of text when the task is of none)."""
+    return task_validation_sequences(OmegaConf.to_container(config.task, resolve=True), count)
 
 
 def negative_log_likelihood(model, inputs: torch.Tensor, targets: torch.Tensor, chunk: int | None) -> float:

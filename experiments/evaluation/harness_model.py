@@ -1,6 +1,6 @@
 """A run-store language model as an LM Evaluation Harness model (``lm_eval.api.model.TemplateLM``), registered as
 ``xlstm-suite``: log-likelihoods of continuations, rolling log-likelihoods of whole texts and greedy generation,
-with our tokenizer (tasks.lm.tokenizer), batch size 1.
+with our tokenizer (the task registry's tasks.text.Text), batch size 1.
 
 No request is truncated. A sequence of at most the training context is scored in one forward pass; a longer one
 in chunks of the training context with the model's state carried over the whole sequence (models.chunked_forward:
@@ -27,7 +27,7 @@ from torch import nn
 
 from experiments.evaluation.trained_models import language_model_tokenizer, precision_context, trained_language_model
 from models.chunked_forward import chunked_logits
-from tasks.lm.tokenizer import encoding, tokenizer
+from tasks.registry import TEXT
 
 MAX_GENERATED_TOKENS = 256  # the harness's own default for generate_until
 
@@ -55,7 +55,7 @@ class SuiteLanguageModel(TemplateLM):
         self.model = copy.deepcopy(model).to(torch.bfloat16) if precision == "bf16-true" else model
         self.precision = precision
         self.tokenizer_choice = tokenizer_name
-        self.encoding = encoding(tokenizer_name)
+        self.encoding = TEXT.encoding(tokenizer_name)
         self.context_length = context_length
 
     @classmethod
@@ -77,7 +77,7 @@ class SuiteLanguageModel(TemplateLM):
 
     @property
     def eot_token_id(self) -> int:
-        return tokenizer(self.tokenizer_choice).end_of_text
+        return TEXT.tokenizer(self.tokenizer_choice).end_of_text
 
     def tok_encode(self, string: str, add_special_tokens: bool | None = None, **kwargs) -> list[int]:
         return self.encoding.encode_ordinary(string)

@@ -23,23 +23,24 @@ from experiments.config.evaluation_kinds import LmevalSettings
 from experiments.evaluation.lmeval_scores import best_metrics, harness_metrics, table_columns
 from experiments.evaluation.trained_models import language_model_tokenizer, trained_language_model
 from experiments.training.train import training_checkpoint
-from tasks.lm.lmeval_sample import SAMPLE_TASK_DIR, lmeval_sample
+from tasks.registry import TEXT
 
 SCORES_FILE = "lmeval.json"
 VALIDATION_PERPLEXITY = "val/perplexity"
 
 
 def harness_tasks(settings: LmevalSettings):
-    """The harness's task manager with ``task_dir`` added (``sample``: tasks.lm.lmeval_sample's folder); ValueError
-    naming each task it does not know."""
+    """The harness's task manager with ``task_dir`` added (``sample``: the offline stand-in's folder,
+    tasks.text.HarnessSample); ValueError naming each task it does not know."""
     try:
         from lm_eval.tasks import TaskManager
     except ImportError as error:
         needed = "the lmeval evaluation needs the LM Evaluation Harness: pip install -e '.[lmeval]'"
         raise ImportError(needed) from error
-    folder = lmeval_sample() if settings.task_dir == SAMPLE_TASK_DIR else settings.task_dir
+    sample = TEXT.harness_sample
+    folder = sample.folder() if settings.task_dir == sample.task_dir else settings.task_dir
     if folder is not None and not Path(folder).is_dir():
-        raise ValueError(f"evaluate.settings.task_dir={settings.task_dir!r} is not a folder (nor {SAMPLE_TASK_DIR!r}, "
+        raise ValueError(f"evaluate.settings.task_dir={settings.task_dir!r} is not a folder (nor {sample.task_dir!r}, "
                          "the offline stand-in)")
     manager = TaskManager(include_path=str(folder) if folder is not None else None)
     known = set(manager.all_tasks)

@@ -1,4 +1,4 @@
-"""A language model's log-likelihoods of PALOMA's scoring windows (tasks.lm.paloma_windows), summed per document.
+"""A language model's log-likelihoods of PALOMA's scoring windows (tasks.text.Paloma.windows), summed per document.
 
 Each batch's logits are turned into the log-probability of every target in float32 (bf16 logits of a mixed-precision
 run, the paper's setting for PALOMA, included: the caller runs the model under autocast), the scored positions
@@ -24,7 +24,7 @@ class DocumentLikelihoods:
 
 def document_likelihoods(model: Callable[[torch.Tensor], torch.Tensor], batches: Iterable, documents: int,
                          device: torch.device | str = "cpu") -> DocumentLikelihoods:
-    """Score every batch (inputs, targets, scored, document arrays, as tasks.lm.paloma_windows.WindowBatch) with
+    """Score every batch (inputs, targets, scored, document arrays, as tasks.text.Paloma.windows gives them) with
     ``model`` (tokens (B, S) -> logits (B, S, V)) and total the scored tokens of each of ``documents``."""
     log_likelihood = torch.zeros(documents, dtype=torch.float64)
     tokens = torch.zeros(documents, dtype=torch.int64)

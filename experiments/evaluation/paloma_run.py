@@ -2,7 +2,7 @@
 
 The run loads the checkpoint its ``evaluate`` section names into the model its config builds (on its
 accelerator), scores the documents of ``evaluate.settings`` (experiments.config.evaluation_kinds.
-PalomaSettings) window by window (tasks.lm.paloma_windows, experiments.evaluation.paloma_likelihoods) and writes
+PalomaSettings) window by window (tasks.text.Paloma.windows, experiments.evaluation.paloma_likelihoods) and writes
 ``paloma.csv`` into the run directory: one row per subdomain and one per source (tokens, log-likelihood,
 perplexity). Its metrics, result.json's: ``paloma/<column>`` for the columns of every paper table whose sources it
 scored (experiments.evaluation.paloma_scores.TABLES: ppleval's 12 sources and average, ppleval_app's 4),
@@ -21,10 +21,7 @@ from experiments.evaluation.paloma_likelihoods import document_likelihoods
 from experiments.evaluation.paloma_scores import TABLES, source_perplexities, subdomain_perplexities, table_columns
 from experiments.evaluation.trained_models import language_model_tokenizer, precision_context, trained_language_model
 from experiments.training.train import training_checkpoint
-from tasks.lm.paloma import read_documents
-from tasks.lm.paloma_sample import SAMPLE_LOCATION, paloma_sample
-from tasks.lm.paloma_windows import tokenize, window_batches
-from tasks.lm.tokenizer import tokenizer
+from tasks.registry import TEXT
 
 SCORES_FILE = "paloma.csv"
 DOMAIN_METRIC = "paloma/domain/"  # + <source>/<subdomain>: a subdomain's perplexity (Appendix "PALOMA" detail table)
@@ -37,9 +34,9 @@ def run_paloma(config: DictConfig, run_dir: Path) -> dict[str, float]:
     started = time.perf_counter()
     model, device = trained_language_model(config, checkpoint)
     name = language_model_tokenizer(config)
-    documents = list(read_documents(data_location(settings.location), settings.split, settings.sources))
-    batches = window_batches(tokenize([document.text for document in documents], name), settings.window,
-                             settings.tokens_per_batch, tokenizer(name).end_of_text)
+    documents = TEXT.paloma.documents(settings.location, settings.split, settings.sources)
+    batches = TEXT.paloma.windows([document.text for document in documents], name, settings.window,
+                                  settings.tokens_per_batch)
     with precision_context(settings.precision, device):
         likelihoods = document_likelihoods(model, batches, len(documents), device)
     scores = pd.DataFrame({"source": [document.source for document in documents],
@@ -57,11 +54,6 @@ def run_paloma(config: DictConfig, run_dir: Path) -> dict[str, float]:
     metrics["train/steps"] = 0.0
     metrics["eval/seconds"] = time.perf_counter() - started
     return metrics
-
-
-def data_location(location: str) -> str | Path:
-    """The stand-in's folder for ``sample``; a local clone or the hub id as given."""
-    return paloma_sample() if location == SAMPLE_LOCATION else location
 
 
 def scores_csv(subdomains: pd.DataFrame, sources: pd.DataFrame) -> str:

@@ -2,7 +2,7 @@
 
 Input: rows of (source, subdomain, log_likelihood, tokens), at any granularity (one row per token, per document or
 per window): ``log_likelihood`` is a sum of ln p(token | context) in nats over ``tokens`` scored tokens, ``source``
-a PALOMA hub config (tasks.lm.paloma.SOURCES) and ``subdomain`` the document's domain.
+a PALOMA hub config (tasks.text.Paloma.sources) and ``subdomain`` the document's domain.
 
 - A subdomain's perplexity is exp(-LL_d / N_d), its log-likelihood over its token count (OLMo-Eval's
   ``ProcessOutputs``: ``exp(-sum_logits[subdomain] / num_tokens[subdomain])``): the detail table's values.

@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from experiments.atomic import temporary_prefix
 from experiments.config.artifacts import PlannedRun
-from experiments.config.evaluation_kinds import kind_run_function
+from experiments import run_kinds
 from experiments.stop_signals import Stopped
 from experiments.sweeps.claims import (CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, heartbeat_seconds_for, holding,
                                        read_claim)
@@ -37,7 +37,9 @@ from experiments.sweeps.run_store import (
     write_run_inputs,
 )
 
-DEFAULT_RUN_FUNCTION = "experiments.training.train.run_training"
+# experiments.run_kinds.run (training, or the run's evaluation kind) by the name workers receive it under (a spawned
+# process's arguments, a SLURM job's manifest)
+DEFAULT_RUN_FUNCTION = f"{run_kinds.run.__module__}.{run_kinds.run.__qualname__}"
 
 
 def execute_run(
@@ -123,11 +125,9 @@ def remove_temporary_files(run_dir: Path) -> None:
 
 
 def train(config: DictConfig, run_dir: Path, run_function: str) -> dict[str, float]:
-    """Run ``run_function`` on the run; the default (training) gives way to the run function of the run's
-    evaluation kind (an ``evaluate`` section with a kind), a test's own run function does not."""
-    if run_function == DEFAULT_RUN_FUNCTION and config.get("evaluate") is not None:
-        run_function = kind_run_function(OmegaConf.to_container(config.evaluate)) or run_function
-    function = import_run_function(run_function)
+    """Run ``run_function`` on the run: the default runs it through experiments.run_kinds (training, or the run
+    function of its evaluation kind); another (a test's fake) is imported by its dotted name."""
+    function = run_kinds.run if run_function == DEFAULT_RUN_FUNCTION else import_run_function(run_function)
     num_threads = OmegaConf.select(config, "trainer.num_threads")
     if num_threads:
         import torch
