@@ -227,6 +227,9 @@ def dead_pid() -> int:
         (socket.gethostname(), os.getppid(), 0, {"process_start_ticks": process_start_ticks(os.getppid()) + 1}, True),
         (socket.gethostname(), os.getppid(), 0, None, False),  # no start time (not written by the suite): heartbeat
     ],
+    # ids without the pids: pytest-xdist's workers collect them each in its own process
+    ids=["live", "elsewhere-fresh", "elsewhere-old", "dead", "unreadable-fresh", "unreadable-old", "live-same-start",
+         "reused-pid", "no-start-time"],
 )
 def test_only_stale_claims_are_taken_over(tmp_path, hostname, pid, age_seconds, text, taken):
     fields = text if isinstance(text, dict) else {}
@@ -256,6 +259,8 @@ OWN_TICKS = process_start_ticks(os.getpid())
         # the draft of a takeover marker (``.claim.json.taken-<token>``), its writer killed
         ("draft-of-marker", socket.gethostname(), dead_pid(), OWN_TICKS, 60, True),
     ],
+    ids=["draft-dead", "stale-dead", "draft-reused-pid", "draft-alive", "draft-alive-no-proc", "elsewhere-young",
+         "elsewhere-old", "taken-marker", "marker-draft-dead"],
 )
 def test_claiming_removes_the_private_files_of_writers_that_are_gone(
     tmp_path, kind, hostname, pid, ticks, stale_after_seconds, removed
