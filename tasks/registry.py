@@ -16,7 +16,6 @@ import os
 import reprlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any
 
 from tasks.formal_languages.config import FormalLanguageTaskConfig
@@ -139,8 +138,10 @@ def task_families() -> dict[str, TaskFamily]:
 def installed_plug_ins() -> dict[str, dict[str, TaskFamily]]:
     """The families of the installed packages' entry points of group ENTRY_POINT_GROUP, by entry point (read once:
     installed packages do not change while the suite runs)."""
+    from importlib import metadata  # reads every installed package's metadata: only when the families are asked for
+
     plug_ins = {}
-    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+    for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
         source = f"entry point {entry_point.name!r} ({entry_point.value}) of group {ENTRY_POINT_GROUP!r}"
         try:
             families = entry_point.load()

@@ -62,7 +62,8 @@ def installed(monkeypatch):
     def install(*values: str) -> None:
         points = [EntryPoint(name=f"plug-in-{number}", value=value, group=ENTRY_POINT_GROUP)
                   for number, value in enumerate(values)]
-        monkeypatch.setattr(registry, "entry_points", lambda group: points if group == ENTRY_POINT_GROUP else [])
+        monkeypatch.setattr("importlib.metadata.entry_points",
+                            lambda group: points if group == ENTRY_POINT_GROUP else [])
         registry.installed_plug_ins.cache_clear()
 
     yield install
