@@ -45,7 +45,7 @@ def test_a_cell_grid_adds_its_keys_to_the_cells_of_its_value_only(tmp_path):
 
 
 def test_cells_with_cell_grid_keys_compose_with_those_values(tmp_path):
-    runs = write(tmp_path).runs("paper")
+    runs = write(tmp_path, "scales: {paper: {}}").runs("paper")
     run = next(run for run in runs if run.cell["task.context_length"] == 256)
     assert run.config.task.num_kv_pairs == 16 and run.config.trainer.batch_size == 24 and run.config.optim.lr == 1.0e-4
     assert len({run.run_id for run in runs}) == len(runs)
@@ -89,6 +89,7 @@ def test_a_cell_grid_given_as_a_list_adds_those_cells_only(tmp_path):
             llama: [{model.embedding_dim: 16, optim.lr: 3.0e-3}, {model.embedding_dim: 32, optim.lr: 1.5e-3}]
             xlstm_1_0: [{model.embedding_dim: 16, optim.lr: 3.0e-3}]
         overrides: [task=mqar, model.num_blocks=2, trainer.max_steps=10]
+        scales: {smoke: {}}
         """))
     artifact = artifact_from_yaml(path)
     settings = [(cell["model"], cell["model.embedding_dim"], cell["optim.lr"]) for cell in artifact.cells("smoke")]

@@ -2,9 +2,11 @@
 full filesystem, a claim naming a live process that is not its holder."""
 
 import json
+import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -114,10 +116,30 @@ def test_a_sweep_waits_for_a_claim_held_elsewhere_and_runs_it_once_its_heartbeat
     run_dir = tmp_path / "smoke" / "sweep-fixture" / run_ids[0]
     run_dir.mkdir(parents=True)
     holder = {"hostname": "another-node", "pid": 4242, "token": "elsewhere"}  # a worker on another host
-    (run_dir / CLAIM_FILE).write_text(json.dumps(holder))
-    started = time.monotonic()
-    finished = sweep(tmp_path, NO_TORCH, "--claim-timeout", "3")
-    assert finished.returncode == 0, finished.stdout + finished.stderr
-    assert time.monotonic() - started > 3  # it waited for the heartbeat to go stale
-    assert "waiting for 1 runs that other workers hold (claimed by another-node pid 4242)" in " ".join(finished.stdout.split())
+    claim = run_dir / CLAIM_FILE
+    claim.write_text(json.dumps(holder))
+    # the other worker's heartbeat beats until the sweep says it waits (however long planning takes on a loaded
+    # machine), then stops: the sweep must take the run over once the claim is 3 s stale
+    holder_stopped = threading.Event()
+
+    def heartbeat() -> None:
+        deadline = time.monotonic() + 120
+        while not holder_stopped.wait(0.5) and time.monotonic() < deadline:
+            os.utime(claim)
+
+    beating = threading.Thread(target=heartbeat, daemon=True)
+    beating.start()
+    process = subprocess.Popen(sweep_command_line(tmp_path, "--jobs", "2", NO_TORCH, "--claim-timeout", "3"),
+                               cwd=REPOSITORY_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output, stopped = [], None
+    for line in process.stdout:
+        output.append(line)
+        if "waiting for" in line and not holder_stopped.is_set():
+            holder_stopped.set()
+            stopped = time.monotonic()
+    holder_stopped.set()
+    assert process.wait(timeout=300) == 0, "".join(output)
+    assert stopped is not None, "".join(output)
+    assert time.monotonic() - stopped > 3  # it waited for the heartbeat to go stale
+    assert "waiting for 1 runs that other workers hold (claimed by another-node pid 4242)" in " ".join("".join(output).split())
     assert all(is_done(path) for path in run_dirs(tmp_path)) and count_lines(run_dir / EXECUTIONS) == 1
