@@ -74,10 +74,10 @@ def fake_slurm(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_SLURM_KILL_WAIT", "5")
     cluster = FakeSlurm(state)
     yield cluster
-    (state / "hold").unlink(missing_ok=True)
     arrays = sorted({job["array_job"] for job in cluster.jobs() if job["state"] in ("PENDING", "RUNNING")})
     if arrays:
-        cluster.command("scancel", *arrays)
+        cluster.command("scancel", *arrays)  # while held, no pending job starts meanwhile
+    (state / "hold").unlink(missing_ok=True)
     for job in cluster.jobs():
         if job["batch_pgid"]:
             try:
