@@ -1,4 +1,4 @@
-"""The `xlstm-suite` command line: params, train, sweep, list, report."""
+"""The `xlstm-suite` command line: params, train, prepare, sweep, status, list, report."""
 
 import argparse
 import sys
@@ -21,7 +21,17 @@ def _add_report_arguments(parser: argparse.ArgumentParser) -> None:
     add_overrides_argument(parser, "the Hydra overrides the sweep ran with (an ablation)")
 
 
+def _add_prepare_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("artifact", help="the paper artifact whose runs' data to make")
+    add_scale_argument(parser)
+    parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                        help="only the runs of the cells with this value of a cell key (as the sweep's --where)")
+    parser.add_argument("--dry-run", action="store_true", help="list the task configs to prepare; make nothing")
+    add_overrides_argument(parser, "the Hydra overrides the sweep runs with (e.g. task=offline_docs)")
+
+
 def _parser() -> argparse.ArgumentParser:
+    from experiments.sweeps.job_status import add_status_arguments
     from experiments.sweeps.status import add_list_arguments
     from experiments.sweeps.sweep import add_sweep_arguments
 
@@ -31,7 +41,11 @@ def _parser() -> argparse.ArgumentParser:
     train = commands.add_parser("train", help="one training run from Hydra overrides, e.g. model=xlstm_0_1 task=parity")
     train.add_argument("overrides", nargs="*", help="Hydra overrides (key=value)")
     train.add_argument("--root", type=Path, default=None, help=argparse.SUPPRESS)  # run store (tests)
+    _add_prepare_arguments(commands.add_parser("prepare", help="make the data of an artifact's runs once (a language "
+                                               "model's token cache), before its sweep"))
     add_sweep_arguments(commands.add_parser("sweep", help="run the sweep behind a paper artifact"))
+    add_status_arguments(commands.add_parser("status", help="where each run of a sweep stands, its SLURM job asked "
+                                                            "once (collects a sweep submitted with --no-wait)"))
     add_list_arguments(commands.add_parser("list", help="every artifact and, per scale, runs done / failed / missing"))
     _add_report_arguments(commands.add_parser("report", help="tables and figures of an artifact from finished runs"))
     return parser
@@ -65,6 +79,12 @@ def run_command(argv: list[str] | None) -> int:
             from experiments.sweeps.status import list_command
 
             return list_command(arguments)
+        if arguments.command == "status":
+            from experiments.sweeps.job_status import status_command
+
+            return status_command(arguments)
+        if arguments.command == "prepare":
+            return prepare_command(arguments)
         from experiments.config.artifacts import known_artifacts, load_artifact
 
         arguments.root = checked_folder(arguments.root or RESULTS / "runs", "--root")
@@ -79,6 +99,22 @@ def run_command(argv: list[str] | None) -> int:
     except (ConfigError, ValueError) as error:
         print(f"xlstm-suite {arguments.command}: error: {error}", file=sys.stderr)
         return 2
+
+
+def prepare_command(arguments: argparse.Namespace) -> int:
+    """Plan the runs (a bad name or override fails here, before Lightning is imported), then make their data."""
+    from rich.console import Console
+
+    from experiments.config.artifacts import load_artifact
+    from experiments.sweeps.run_subset import parse_where, runs_where
+
+    runs = load_artifact(arguments.artifact).runs(arguments.scale, arguments.overrides)
+    where = parse_where(arguments.where)
+    runs = runs_where(runs, where) if where else runs
+    from experiments.training.data_preparation import prepare_data, print_preparation
+
+    (print_preparation if arguments.dry_run else prepare_data)(runs, Console())
+    return 0
 
 
 if __name__ == "__main__":

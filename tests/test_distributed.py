@@ -5,7 +5,6 @@ distribution, models.catalog.training_policy)."""
 
 import subprocess
 import sys
-from datetime import datetime, timezone
 from types import SimpleNamespace
 
 import numpy as np
@@ -292,25 +291,23 @@ PAPER_NODES = ["hydra.launcher.nodes=8", "hydra.launcher.tasks_per_node=8", "hyd
 
 def test_the_slurm_job_of_a_multi_node_paper_run_asks_for_its_nodes_gpus_tasks_time_and_requeue_signal(
         tmp_path, monkeypatch):
-    """The parameters reach sbatch as Hydra's submitit launcher hands them to submitit (BaseSubmititLauncher.launch:
-    BaseQueueConf's keys as they are, the others prefixed ``slurm_``); submitit needs an ``srun`` to exist."""
-    import submitit
-    from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
-
+    """The parameters reach sbatch through the sweep's submitit executor, as Hydra's submitit launcher hands them to
+    submitit (BaseQueueConf's keys as they are, the others prefixed ``slurm_``); submitit needs an ``srun`` to exist.
+    (tests/test_slurm.py submits the same to a fake SLURM.)"""
+    from experiments.sweeps.slurm_sweep import submitit_executor
     from experiments.sweeps.sweep import load_launcher
 
     launcher = load_launcher("slurm", PAPER_NODES)["hydra_launcher"]
     (tmp_path / "srun").write_text("#!/bin/sh\nexit 1\n")
     (tmp_path / "srun").chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:{__import__('os').environ['PATH']}")
-    executor = submitit.AutoExecutor(folder=tmp_path / "jobs", cluster="slurm")
-    common = set(OmegaConf.structured(BaseQueueConf).keys())
-    executor.update_parameters(**{key if key in common else f"slurm_{key}": value for key, value in launcher.items()
-                                  if key not in ("_target_", "submitit_folder")})
-    script = executor._executor._make_submission_file_text("python -m experiments.sweeps.hydra_worker", "job")
+    executor = submitit_executor(launcher, tmp_path / "jobs", "xlstm-suite-spaj15b_model_results")
+    script = executor._executor._make_submission_file_text("python -m submitit.core._submit", "job")
     for line in ["--nodes=8", "--ntasks-per-node=8", "--gpus-per-node=8", "--time=2880", "--partition=gpu",
-                 "--account=xlstm", "--signal=USR1@120"]:
+                 "--account=xlstm", "--signal=USR1@120", "--requeue", "--mem-per-gpu=64G",
+                 "--job-name=xlstm-suite-spaj15b_model_results"]:
         assert f"#SBATCH {line}\n" in script
+    assert "export SLURM_KILL_BAD_EXIT=1\n" in script
 
 
 def test_a_run_whose_processes_are_not_the_jobs_tasks_is_refused_before_submitting():
@@ -324,13 +321,14 @@ def test_a_run_whose_processes_are_not_the_jobs_tasks_is_refused_before_submitti
     check_processes(paper.runs("paper", ["+trainer.num_nodes=8"]), load_launcher("slurm", PAPER_NODES)["hydra_launcher"])
 
 
-def test_lightning_runs_under_slurm_with_requeue_on_the_jobs_signal(monkeypatch):
-    """A SLURM task (faked: its environment) gets Lightning's SLURM environment with automatic requeue on USR1, the
-    signal configs/launcher/slurm.yaml asks sbatch for; nothing is launched."""
-    import signal
-
+def test_lightning_runs_under_slurm_with_requeue_on_the_jobs_signal_at_a_step_boundary(monkeypatch, tmp_path):
+    """A SLURM task (faked: its environment) gets Lightning's SLURM environment without Lightning's requeue handler
+    (which saved inside the signal, and hung), and the callback that requeues at a step boundary on USR1, the signal
+    configs/launcher/slurm.yaml asks sbatch for; nothing is launched."""
     import lightning as L
     from lightning.pytorch.plugins.environments import SLURMEnvironment
+
+    from experiments.training.requeue import RequeueAtStepBoundary, requeue_callbacks
 
     from lightning.pytorch.utilities.rank_zero import rank_zero_only
     from lightning_utilities.core.rank_zero import rank_zero_only as utilities_rank_zero_only
@@ -344,9 +342,12 @@ def test_lightning_runs_under_slurm_with_requeue_on_the_jobs_signal(monkeypatch)
     config = compose_run_config([*TINY_LM, "trainer.devices=2", "+trainer.num_nodes=2", "trainer.strategy=ddp"])
     trainer = L.Trainer(**distributed_trainer_arguments(config), plugins=cluster_plugins(), logger=False)
     environment = trainer.strategy.cluster_environment
-    assert isinstance(environment, SLURMEnvironment)
-    assert environment.auto_requeue and environment.requeue_signal == signal.SIGUSR1
+    assert isinstance(environment, SLURMEnvironment) and not environment.auto_requeue
     assert (trainer.world_size, trainer.global_rank, trainer.num_nodes) == (4, 3, 2)
+    [callback] = requeue_callbacks(tmp_path / "last.ckpt")
+    assert isinstance(callback, RequeueAtStepBoundary) and callback.last_checkpoint == tmp_path / "last.ckpt"
+    monkeypatch.delenv("SLURM_NTASKS")
+    assert requeue_callbacks(tmp_path / "last.ckpt") == []
 
 
 def test_a_requeued_job_takes_over_the_claim_of_its_earlier_attempt(tmp_path, monkeypatch):
@@ -367,18 +368,17 @@ def test_a_requeued_job_takes_over_the_claim_of_its_earlier_attempt(tmp_path, mo
 
 
 def test_the_other_ranks_of_a_job_train_without_claiming(tmp_path):
+    """Rank 0 claims and records; another rank trains beside it on rank 0's word (tests/test_slurm.py: a rank whose
+    rank 0 did not get the claim does not train)."""
     from experiments.config.artifacts import load_artifact
     from experiments.sweeps.run_execution import train_as_another_rank
-    from experiments.sweeps.run_store import CLAIM_FILE, RESULT_FILE, run_directory, write_result, write_run_inputs
+    from experiments.sweeps.run_store import CLAIM_FILE, RESULT_FILE, run_directory
 
     run = load_artifact("sweep-fixture").runs("smoke", ["trainer.num_threads=null"])[0]
     outcome = train_as_another_rank(run, 1, tmp_path, "tests.sweep_fakes.record_run")
     run_dir = run_directory(run, tmp_path)
     assert outcome.status == "done" and (run_dir / "executions.log").exists() and (run_dir / "output-rank1.log").exists()
     assert not (run_dir / CLAIM_FILE).exists() and not (run_dir / RESULT_FILE).exists()  # rank 0's
-    write_run_inputs(run_dir, run)  # rank 0 finished it
-    write_result(run_dir, run, {}, datetime.now(timezone.utc))
-    assert train_as_another_rank(run, 1, tmp_path, "tests.sweep_fakes.record_run").status == "already done"
 
 
 def test_gradient_clipping_under_fsdp_takes_the_norm_over_all_shards_through_the_root_module():

@@ -3,8 +3,8 @@
 Commands run in groups, one per artifact (and ablation) they name, each in a repository copy of its own and in the
 order the README gives them, so a report finds the runs of the sweep before it. Three changes
 keep them within the test budget, and only these: mini scale runs at smoke scale, a sweep that names the paper
-scale or SLURM gets ``--dry-run``, and a ``train`` run gets the smoke budget. The long ones (the benchmarks, the
-slow suite) run in a ``slow`` test; ``make test`` is CI's own command.
+scale or SLURM, or a paper-scale ``prepare`` (the hub's corpus), gets ``--dry-run``, and a ``train`` run gets the smoke
+budget. The long ones (the benchmarks, the slow suite) run in a ``slow`` test; ``make test`` is CI's own command.
 """
 
 import re
@@ -57,11 +57,11 @@ def inline_commands() -> list[str]:
 
 
 def as_tested(command: str) -> str:
-    """The command as this test runs it: smoke instead of mini, --dry-run for paper scale or SLURM, a smoke budget
-    for a train run."""
+    """The command as this test runs it: smoke instead of mini, --dry-run for a sweep or prepare at paper scale or
+    on SLURM, a smoke budget for a train run."""
     tested = command.replace("--scale mini", "--scale smoke").replace("SCALE=mini", "SCALE=smoke")
-    if re.match(r"^\.venv/bin/xlstm-suite sweep\b", tested) and ("--scale paper" in tested or "--launcher slurm" in tested) \
-            and "--dry-run" not in tested:
+    if re.match(r"^\.venv/bin/xlstm-suite (sweep|prepare)\b", tested) and \
+            ("--scale paper" in tested or "--launcher slurm" in tested) and "--dry-run" not in tested:
         tested += " --dry-run"
     if re.match(r"^\.venv/bin/xlstm-suite train\b", tested):
         tested += f" {SMOKE_TRAINING}"

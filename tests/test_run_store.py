@@ -21,10 +21,11 @@ from experiments.config import artifacts
 from experiments.config.artifacts import MODEL_NOT_REGISTERED, known_artifacts, load_artifact, run_id_of
 from experiments.config.configuration import ConfigError, config_yaml
 from experiments.sweeps.claims import CLAIM_FILE, holding, process_start_ticks, read_claim, release
+from experiments.sweeps.manifest import Manifest, read_manifest, write_manifest
 from experiments.sweeps.run_execution import execute_run
 from experiments.sweeps.run_store import claim_run, run_directory, runs_frame, store_frame
 from experiments.sweeps.status import list_artifacts
-from experiments.sweeps.sweep import Manifest, hydra_command, load_launcher, read_manifest, write_manifest
+from experiments.sweeps.sweep import hydra_command, load_launcher
 from tests.sweep_fakes import EXECUTIONS, RECORD_RUN, THREADS_RUN, UNBUILT_MODEL, count_lines, small_artifact
 
 FIXTURE = load_artifact("sweep-fixture")

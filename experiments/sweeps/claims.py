@@ -188,6 +188,12 @@ def read_claim(path: Path) -> ClaimState | None:
     return ClaimState(holder, time.time() - modified)
 
 
+def claim_is_live(run_dir: Path, stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS) -> bool:
+    """Whether a worker holds the run in ``run_dir`` now (its claim is there and not stale)."""
+    state = read_claim(run_dir / CLAIM_FILE)
+    return state is not None and not state.is_stale(stale_after_seconds)
+
+
 def token_of(path: Path) -> str | None:
     state = read_claim(path)
     return state.token if state is not None else None

@@ -47,27 +47,34 @@ def execute_run(
     root: Path = RUN_STORE,
     run_function: str = DEFAULT_RUN_FUNCTION,
     stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS,
+    decided: Callable[[RunOutcome | None], None] = lambda outcome: None,
 ) -> RunOutcome:
-    """Claim the run, train it with the run function and record result.json or error.json; skip it if done or claimed."""
+    """Claim the run, train it with the run function and record result.json or error.json; skip it if done or claimed.
+    ``decided`` hears the decision before any training: None once this process holds the claim, else the outcome of
+    not training (a SLURM job's rank 0 tells its other ranks, experiments.sweeps.rank_coordination)."""
     run_dir = run_directory(run, root)
     try:
         claim = claim_run(run_dir, stale_after_seconds)
     except OSError as error:
-        return store_failure(run_dir, error, "could not claim the run")
+        outcome = store_failure(run_dir, error, "could not claim the run")
+        decided(outcome)
+        return outcome
     if claim is None:
-        return skipped_outcome(run_dir)
+        outcome = skipped_outcome(run_dir)
+        decided(outcome)
+        return outcome
     with holding(claim, heartbeat_seconds_for(stale_after_seconds)):
+        decided(None)
         remove_temporary_files(run_dir)
         return train_and_record(run, run_dir, run_function)
 
 
 def train_as_another_rank(run: PlannedRun, rank: int, root: Path = RUN_STORE,
                           run_function: str = DEFAULT_RUN_FUNCTION) -> RunOutcome:
-    """Rank ``rank`` > 0 of a run on several processes (a SLURM job's other tasks): train beside rank 0, which claims
-    the run and records its result; nothing to do when the run is done already. Output: output-rank<rank>.log."""
+    """Rank ``rank`` > 0 of a run on several processes (a SLURM job's other tasks): train beside rank 0, which holds
+    the claim (it said so: experiments.sweeps.rank_coordination) and records the result. Output:
+    output-rank<rank>.log."""
     run_dir = run_directory(run, root)
-    if finished_result(run_dir) is not None:
-        return RunOutcome("already done", run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     output = Path(OUTPUT_FILE)
     with output_to(run_dir / f"{output.stem}-rank{rank}{output.suffix}"):

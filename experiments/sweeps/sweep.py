@@ -1,20 +1,20 @@
 """The sweep runner: plan an artifact's runs at one scale, skip finished ones, run the rest locally or on SLURM.
 
 ``xlstm-suite sweep formal-main --scale mini [--launcher local|slurm|submitit_local] [--jobs N] [--dry-run]
-[--where KEY=VALUE ...] [overrides]`` (``--dry-run`` estimates tokens, FLOPs and GPU-hours at ``--gpu-tflops`` and
-``--utilization``; ``--where`` keeps the runs of part of the grid, experiments.sweeps.run_subset)
+[--no-wait] [--where KEY=VALUE ...] [overrides]`` (``--dry-run`` estimates tokens, FLOPs and GPU-hours at
+``--gpu-tflops`` and ``--utilization``, and with a submitit launcher checks its placement, and prints the SLURM plan;
+``--where`` keeps the runs of part of the grid, experiments.sweeps.run_subset; ``--no-wait`` submits the SLURM jobs
+and exits, experiments.sweeps.slurm_sweep)
 """
 
 import argparse
 import importlib.util
-import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -26,20 +26,23 @@ from experiments.config.artifacts import Artifact, PlannedRun, check_scale, load
 from experiments.config.configuration import CONFIGS, group_choices, load_yaml
 from experiments.paths import REPOSITORY_ROOT, checked_folder
 from experiments.stop_signals import Stopped, stop_signals_raise
-from experiments.sweeps.claims import CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, read_claim
+from experiments.sweeps.claims import DEFAULT_STALE_AFTER_SECONDS, claim_is_live
 from experiments.sweeps.compute_estimate import MEASURED_THROUGHPUT, Accelerator, command_line_accelerator
+from experiments.sweeps.launcher_plan import check_processes, print_launcher_plan
 from experiments.sweeps.local_launcher import run_locally
+from experiments.sweeps.manifest import Manifest, launch_directory, write_manifest
 from experiments.sweeps.run_execution import DEFAULT_RUN_FUNCTION, describe_os_error, skipped_outcome
 from experiments.sweeps.run_outcome import RunOutcome
 from experiments.sweeps.run_subset import parse_where, runs_where
 from experiments.sweeps.run_store import (ERROR_FILE, RUN_STORE, divergence_note, failure_message, finished_result,
                                           run_directory, run_status)
+from experiments.sweeps.slurm_sweep import (POLL_SECONDS, TrackedRun, is_slurm, jobs_in_queue, print_queued,
+                                            print_submitted, queued_outcomes, run_on_slurm)
 from experiments.sweeps.status import print_plan, print_summary
 from experiments.sweeps.training_runs import training_run_problem, training_sweep_command
 
 HYDRA_LAUNCHERS = {"SlurmLauncher": "submitit_slurm", "LocalLauncher": "submitit_local"}
 LAUNCHER_OVERRIDE = "hydra.launcher."
-LAUNCHES = ".launches"  # per artifact: one folder per submitit launch (manifest, Hydra and submitit logs)
 
 
 # --- the sweep ----------------------------------------------------------------------------------------------------
@@ -59,33 +62,52 @@ def run_sweep(
     console: Console | None = None,
     accelerator: Accelerator = Accelerator(),
     where: Sequence[str] = (),
+    wait: bool = True,
+    poll_seconds: float = POLL_SECONDS,
 ) -> int:
     """Plan, then run what is not done; the exit code is non-zero if a run failed. Bad input raises ValueError.
     ``accelerator``: the GPU and utilisation a dry run's GPU-hours assume; ``where``: KEY=VALUE pairs, only the runs
-    of the cells that have them (experiments.sweeps.run_subset). A stop signal (SIGTERM, SIGINT) stops the workers,
-    whose runs record it and stay resumable, and ends the sweep with one line and exit code 128 + the signal's
-    number."""
+    of the cells that have them (experiments.sweeps.run_subset); ``wait`` False: the slurm launcher submits and
+    exits (``xlstm-suite status`` collects the runs), else it asks SLURM every ``poll_seconds``. A stop signal
+    (SIGTERM, SIGINT) stops the workers, whose runs record it and stay resumable (SLURM jobs stay queued), and ends the
+    sweep with one line and exit code 128 + the signal's number."""
     console = console or Console()
     with stop_signals_raise():
         try:
             return plan_and_run(artifact, scale, launcher, jobs, dry_run, verbose, overrides, run_function, root,
-                                stale_after_seconds, console, accelerator, where)
+                                stale_after_seconds, console, accelerator, where, wait, poll_seconds)
         except Stopped as stopped:
-            console.print(f"[yellow]stopped by {stopped.name}[/]: the runs in flight recorded it in their error.json "
-                          "and resume from their last checkpoints; rerun the same command to continue, finished runs "
-                          "are kept", soft_wrap=True)
+            if launcher == "slurm":
+                console.print(f"[yellow]stopped by {stopped.name}[/]: stopped waiting; the submitted SLURM jobs stay "
+                              f"queued or running, `{status_command_line(artifact, scale, overrides, where)}` collects "
+                              "them, and a rerun of this sweep submits none of them again", soft_wrap=True)
+            else:
+                console.print(f"[yellow]stopped by {stopped.name}[/]: the runs in flight recorded it in their "
+                              "error.json and resume from their last checkpoints; rerun the same command to continue, "
+                              "finished runs are kept", soft_wrap=True)
             return stopped.exit_code
+
+
+def status_command_line(artifact: str | Artifact, scale: str, overrides: Sequence[str], where: Sequence[str]) -> str:
+    """The `xlstm-suite status` command of a sweep (its runs' jobs, collected)."""
+    name = artifact.name if isinstance(artifact, Artifact) else artifact
+    runs_overrides = [override for override in overrides if not override.startswith(LAUNCHER_OVERRIDE)]
+    return " ".join(["xlstm-suite status", name, "--scale", scale, *(f"--where {shlex.quote(pair)}" for pair in where),
+                     *map(shlex.quote, runs_overrides)])
 
 
 def plan_and_run(artifact: str | Artifact, scale: str, launcher: str, jobs: int | None, dry_run: bool, verbose: bool,
                  overrides: Sequence[str], run_function: str, root: Path, stale_after_seconds: float, console: Console,
-                 accelerator: Accelerator, where: Sequence[str]) -> int:
+                 accelerator: Accelerator, where: Sequence[str], wait: bool = True,
+                 poll_seconds: float = POLL_SECONDS) -> int:
     """run_sweep's work."""
     root = checked_folder(root, "--root")
     artifact = artifact if isinstance(artifact, Artifact) else load_artifact(artifact)
     check_scale(scale)
+    status = status_command_line(artifact, scale, overrides, where)
     overrides, launcher_overrides = split_overrides(overrides)
     launcher_config = load_launcher(launcher, launcher_overrides)
+    hydra_launcher = launcher_config.get("hydra_launcher")
     jobs = check_jobs(jobs if jobs is not None else launcher_config.get("jobs", 1), console)
     check_run_function(run_function)
     root = Path(root).resolve()
@@ -94,29 +116,48 @@ def plan_and_run(artifact: str | Artifact, scale: str, launcher: str, jobs: int 
     grid_size = len(runs)
     if subset:
         runs = runs_where(runs, subset)
+    if hydra_launcher is not None:
+        check_processes(runs, hydra_launcher)
     if dry_run:
         print_plan(console, artifact, scale, runs, root, stale_after_seconds, verbose, accelerator, overrides)
+        if is_slurm(hydra_launcher):
+            print_launcher_plan(console, runs, hydra_launcher, accelerator)
         return 0
     pending = [run for run in runs if run.unavailable is None and finished_result(run_directory(run, root)) is None]
     waiting = waiting_for_training(pending, root, overrides, artifact.evaluates_of(scale).get("where"))
     pending = [run for run in pending if run.run_id not in waiting]
+    queued = jobs_in_queue(pending, root, console)  # submitted before and still queued or running: never again
+    pending = [run for run in pending if run.run_id not in queued]
     console.print(f"[bold]{artifact.name}[/] ({scale}): {len(runs)} runs planned"
                   + (f" (--where: {len(runs)} of the grid's {grid_size})" if subset else "") + f", {len(pending)} to run"
-                  + (f", {len(waiting)} waiting for their training runs" if waiting else ""))
+                  + (f", {len(waiting)} waiting for their training runs" if waiting else "")
+                  + (f", {len(queued)} queued or running as SLURM jobs" if queued else ""))
     print_waiting(console, waiting)
+    print_queued(console, queued, status)
     if pending:
         check_store_writable(root)
 
-    def launch(batch: list[PlannedRun]) -> list[tuple[PlannedRun, RunOutcome]]:
-        if "hydra_launcher" in launcher_config:
-            return run_with_submitit(batch, launcher_config["hydra_launcher"], root, run_function, stale_after_seconds, console)
-        return run_locally(batch, root, run_function, jobs, stale_after_seconds, console)
+    def launch(batch: list[PlannedRun], queued_jobs: Sequence[TrackedRun] = ()) -> list[tuple[PlannedRun, RunOutcome]]:
+        if is_slurm(hydra_launcher):
+            return run_on_slurm(batch, list(queued_jobs), hydra_launcher, root, run_function, stale_after_seconds,
+                                console, wait, poll_seconds)
+        if hydra_launcher is not None:
+            outcomes = run_with_submitit(batch, hydra_launcher, root, run_function, stale_after_seconds, console)
+        else:
+            outcomes = run_locally(batch, root, run_function, jobs, stale_after_seconds, console)
+        return outcomes + queued_outcomes(queued_jobs, root)  # SLURM's to run: this launcher does not wait for them
 
-    outcomes = launch(pending)
+    outcomes = launch(pending, list(queued.values()))
     while claimed := [run for run, outcome in outcomes if outcome.status == "claimed"]:
         freed = wait_for_claims(claimed, root, stale_after_seconds, console)
         freed_ids = {run.run_id for run in freed}
-        outcomes = [(run, outcome) for run, outcome in outcomes if run.run_id not in freed_ids] + launch(freed)
+        rerun = [run for run in freed if finished_result(run_directory(run, root)) is None]  # not done by its holder
+        outcomes = [(run, outcome) for run, outcome in outcomes if run.run_id not in freed_ids] + [
+            (run, RunOutcome("already done", run_directory(run, root))) for run in freed if run not in rerun
+        ] + launch(rerun)
+    if is_slurm(hydra_launcher) and not wait:
+        print_submitted(console, outcomes, status)
+        return 0
     launched = {run.run_id for run, _ in outcomes}
     not_started = [run for run in pending if run.run_id not in launched]
     print_summary(console, artifact, scale, runs, outcomes, not_started, waiting=list(waiting))
@@ -182,11 +223,6 @@ def wait_for_claims(claimed: list[PlannedRun], root: Path, stale_after_seconds: 
         time.sleep(poll_seconds)
 
 
-def claim_is_live(run_dir: Path, stale_after_seconds: float) -> bool:
-    state = read_claim(run_dir / CLAIM_FILE)
-    return state is not None and not state.is_stale(stale_after_seconds)
-
-
 def split_overrides(overrides: Sequence[str]) -> tuple[list[str], list[str]]:
     """(the runs' overrides, the launcher's): ``hydra.launcher.<key>=<value>`` sets a key of the submitit launcher
     (nodes, partition, ...), as in Hydra's own command line; every other override is the runs'."""
@@ -238,28 +274,17 @@ def check_run_function(dotted_path: str) -> None:
         raise ValueError(f"run function {dotted_path!r}: no module {module!r}; expected a dotted path module.function")
 
 
-# --- slurm / submitit_local launchers: Hydra's submitit launcher, one array job per run -----------------------------
-
-
-@dataclass(frozen=True)
-class Manifest:
-    """The runs of one submitit launch; array job ``index`` executes ``runs[index]``."""
-
-    root: Path
-    run_function: str
-    stale_after_seconds: float
-    runs: list[PlannedRun]
+# --- submitit launchers: one array job per launch (slurm: experiments.sweeps.slurm_sweep) --------------------------
 
 
 def run_with_submitit(
     runs: list[PlannedRun], hydra_launcher: dict, root: Path, run_function: str, stale_after_seconds: float, console: Console
 ) -> list[tuple[PlannedRun, RunOutcome]]:
-    """Write a manifest, run the Hydra app in multirun mode (it waits for the array jobs), then read the store. A stop
-    signal is forwarded to the Hydra app, and waited for."""
+    """submitit_local: write a manifest, run the Hydra app in multirun mode (it waits for the array jobs), then read
+    the store. A stop signal is forwarded to the Hydra app, and waited for."""
     if not runs:
         return []
-    check_processes(runs, hydra_launcher)
-    launch_dir = root / runs[0].scale / runs[0].artifact / LAUNCHES / datetime.now().strftime(f"%Y%m%d-%H%M%S-{os.getpid()}")
+    launch_dir = launch_directory(runs[0], root)
     manifest_path = write_manifest(launch_dir / "manifest.json", Manifest(root, run_function, stale_after_seconds, runs))
     command = hydra_command(hydra_launcher, launch_dir, manifest_path, len(runs))
     console.print(f"launching {len(runs)} array jobs through Hydra's submitit launcher; logs in {launch_dir}", soft_wrap=True)
@@ -271,21 +296,6 @@ def run_with_submitit(
             hydra.wait()
             raise
     return [(run, stored_outcome(run, root, launch_dir, returncode, stale_after_seconds)) for run in runs]
-
-
-def check_processes(runs: list[PlannedRun], hydra_launcher: dict) -> None:
-    """Each SLURM task of a job is one of its run's Lightning processes: the launcher's tasks_per_node and nodes must
-    be the run's trainer.devices and trainer.num_nodes; ValueError naming both before anything is submitted."""
-    launcher = (hydra_launcher.get("tasks_per_node", 1), hydra_launcher.get("nodes", 1))
-    for run in runs:
-        trainer = (OmegaConf.select(run.config, "trainer.devices", default=1),
-                   OmegaConf.select(run.config, "trainer.num_nodes", default=1))
-        if trainer != launcher:
-            raise ValueError(f"run {run.run_id} ({run.cell}) trains on trainer.devices={trainer[0]} processes on each "
-                             f"of trainer.num_nodes={trainer[1]} nodes, but the launcher starts tasks_per_node="
-                             f"{launcher[0]} on each of nodes={launcher[1]}; set hydra.launcher.tasks_per_node="
-                             f"{trainer[0]} hydra.launcher.gpus_per_node={trainer[0]} hydra.launcher.nodes={trainer[1]}, "
-                             "or the runs' trainer.devices and +trainer.num_nodes")
 
 
 def hydra_command(hydra_launcher: dict, launch_dir: Path, manifest_path: Path, count: int) -> list[str]:
@@ -326,42 +336,6 @@ def stored_outcome(run: PlannedRun, root: Path, launch_dir: Path, returncode: in
     )
 
 
-def write_manifest(path: Path, manifest: Manifest) -> Path:
-    content = {
-        "root": str(manifest.root),
-        "run_function": manifest.run_function,
-        "stale_after_seconds": manifest.stale_after_seconds,
-        "runs": [manifest_entry(run, manifest.root) for run in manifest.runs],
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(content, indent=2) + "\n")
-    return path
-
-
-def manifest_entry(run: PlannedRun, root: Path) -> dict:
-    return {
-        "artifact": run.artifact,
-        "scale": run.scale,
-        "run_id": run.run_id,
-        "run_dir": str(run_directory(run, root)),  # for people reading the manifest
-        "cell": run.cell,
-        "overrides": run.overrides,
-        "config": OmegaConf.to_container(run.config),
-    }
-
-
-def read_manifest(path: Path) -> Manifest:
-    content = json.loads(Path(path).read_text())
-    runs = [
-        PlannedRun(
-            entry["artifact"], entry["scale"], entry["cell"], entry["overrides"],
-            config=OmegaConf.create(entry["config"]), run_id=entry["run_id"],
-        )
-        for entry in content["runs"]
-    ]
-    return Manifest(Path(content["root"]), content["run_function"], content["stale_after_seconds"], runs)
-
-
 # --- command line -------------------------------------------------------------------------------------------------
 
 
@@ -383,12 +357,16 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--utilization", type=float, help="with --dry-run: the fraction of the peak a run reaches (model "
                         "FLOPs utilisation) for models without a measured one (default: "
                         f"{default.utilization:g})")
+    parser.add_argument("--no-wait", dest="wait", action="store_false",
+                        help="with --launcher slurm: submit the jobs and exit; `xlstm-suite status` collects the runs, "
+                             "and a rerun of the sweep submits none of the queued ones again")
     parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                         help="only the runs of the cells with this value of a cell key, e.g. model.embedding_dim=192 "
                              "(repeat it: every key must match, a key given twice takes either value)")
     parser.add_argument("--run-function", default=DEFAULT_RUN_FUNCTION, help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, default=RUN_STORE, help=argparse.SUPPRESS)
     parser.add_argument("--claim-timeout", type=float, default=DEFAULT_STALE_AFTER_SECONDS, help=argparse.SUPPRESS)
+    parser.add_argument("--poll-seconds", type=float, default=POLL_SECONDS, help=argparse.SUPPRESS)  # SLURM (tests)
     add_overrides_argument(parser, "Hydra overrides for every run, e.g. model.num_blocks=3")
 
 
@@ -407,6 +385,8 @@ def sweep_command(arguments: argparse.Namespace) -> int:
             stale_after_seconds=arguments.claim_timeout,
             accelerator=command_line_accelerator(arguments.gpu_name, arguments.gpu_tflops, arguments.utilization),
             where=arguments.where,
+            wait=arguments.wait,
+            poll_seconds=arguments.poll_seconds,
         )
     except ValueError as error:
         print(f"xlstm-suite sweep: error: {error}", file=sys.stderr)

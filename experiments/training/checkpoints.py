@@ -26,7 +26,9 @@ from experiments.atomic import write_atomic
 from experiments.config.run_identity import computation_yaml
 
 LAST = "last.ckpt"
-HPC_CHECKPOINTS = "hpc_ckpt_*.ckpt"  # Lightning's checkpoints at a SLURM requeue signal, in the run directory
+# Lightning's checkpoints at a SLURM requeue signal, in the run directory: written by attempts before the requeue
+# saved last.ckpt at a step boundary (experiments.training.requeue); resumed from, then removed
+HPC_CHECKPOINTS = "hpc_ckpt_*.ckpt"
 RUN_CONFIG_KEY = "run_config"  # the checkpoint entry of RunConfigInCheckpoint
 
 
@@ -70,22 +72,42 @@ class PeriodicLastCheckpoint(ModelCheckpoint):
                          every_n_train_steps=every_steps)
 
     def on_train_batch_end(self, trainer, *args, **kwargs) -> None:
-        validates_next = (trainer.fit_loop.epoch_loop.total_batch_idx + 1) % trainer.val_check_batch == 0
-        if not validates_next:  # Lightning's own test (the training epoch loop's _should_check_val_fx)
+        if not validates_next(trainer):
             super().on_train_batch_end(trainer, *args, **kwargs)
 
 
-def checkpoint_callbacks(checkpoints: Path, monitor: tuple[str, str], every_steps: int | None) -> list[ModelCheckpoint]:
+def validates_next(trainer) -> bool:
+    """Whether a validation follows the training batch that just ended (Lightning's own test, the training epoch
+    loop's _should_check_val_fx)."""
+    return (trainer.fit_loop.epoch_loop.total_batch_idx + 1) % trainer.val_check_batch == 0
+
+
+class RemoveRequeueCheckpoints(Callback):
+    """Once fit has ended, the run directory's ``hpc_ckpt_<n>.ckpt`` (Lightning's checkpoints at a SLURM requeue, from
+    attempts before requeues saved ``last.ckpt``) go: the run has its own, and on SLURM Lightning would evaluate the
+    newest of them in place of the weights it is given. Every process may remove them."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+
+    def on_fit_end(self, trainer, pl_module) -> None:
+        for path in self.run_dir.glob(HPC_CHECKPOINTS):
+            path.unlink(missing_ok=True)
+
+
+def checkpoint_callbacks(checkpoints: Path, monitor: tuple[str, str], every_steps: int | None) -> list[Callback]:
     """The best checkpoint by the module's validation metric ``monitor`` (name, "max" or "min"; classification:
     scaled accuracy, regression: MSE), the run's metrics come from it; ``last.ckpt``, rewritten at every validation;
     and with ``every_steps``, ``last.ckpt`` also every that many training steps between validations. Lightning's own
     ``save_last`` beside a monitored metric is rewritten only when that metric improves. The order matters: at a
     validation ``last.ckpt`` then holds the best callback's state after the same validation. The best checkpoint is
-    the first of the list."""
+    the first of the list; the last removes the requeue checkpoints of earlier attempts once fit has ended
+    (RemoveRequeueCheckpoints)."""
     metric, mode = monitor
     best = ModelCheckpoint(dirpath=checkpoints, monitor=metric, mode=mode, save_top_k=1)
     latest = ModelCheckpoint(dirpath=checkpoints, filename=Path(LAST).stem, enable_version_counter=False)
-    return [best, latest] + ([PeriodicLastCheckpoint(checkpoints, every_steps)] if every_steps else [])
+    periodic = [PeriodicLastCheckpoint(checkpoints, every_steps)] if every_steps else []
+    return [best, latest, *periodic, RemoveRequeueCheckpoints(checkpoints.parent)]
 
 
 class ResumePoint(NamedTuple):

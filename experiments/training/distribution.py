@@ -1,5 +1,5 @@
 """The paper's training recipe on Lightning's distributed engine: the global batch over processes and gradient
-accumulation, precision and FSDP per model, torch.compile per model, and SLURM's requeue signal.
+accumulation, precision and FSDP per model, torch.compile per model, and SLURM's environment.
 
 Appendix B.2: "batch sizes 256 or 512"; "For parallelization, we use PyTorch FSDP in SHARD_GRAD_OP mode with mixed
 precision in bfloat16, where applicable. For small models we use NO_SHARD. We keep the weights in float32 and reduce
@@ -13,7 +13,6 @@ fsdp_sharding) are absent from existing configs, so a run's id does not change; 
 from __future__ import annotations
 
 import dataclasses
-import signal
 from dataclasses import dataclass
 
 import torch
@@ -22,9 +21,6 @@ from omegaconf import DictConfig
 from experiments.config.run_schema import TrainerConfig, batch_split_problems
 from models.catalog import training_policy
 
-# SLURM sends this signal before a job's time limit (configs/launcher/slurm.yaml: --signal=USR1@<seconds>); Lightning's
-# SLURM environment then saves a checkpoint and requeues the job. Submitit's own handler listens on USR2.
-REQUEUE_SIGNAL = signal.SIGUSR1
 # Appendix B.2's FSDP mixed precision, confirmed by its run names ("rd-float32-pd-bfloat16-bd-bfloat16"): bfloat16
 # parameters and buffers in the forward and backward, gradients reduced across GPUs in float32.
 PARAM_DTYPE, REDUCE_DTYPE, BUFFER_DTYPE = torch.bfloat16, torch.float32, torch.bfloat16
@@ -128,12 +124,13 @@ def compile_network(network: torch.nn.Module, trainer: DictConfig, model_name: s
 
 
 def cluster_plugins() -> list:
-    """Lightning's SLURM environment with automatic requeue on REQUEUE_SIGNAL when this process is a SLURM task (it
-    saves a checkpoint and requeues the job; the requeued job resumes the run); nothing elsewhere."""
+    """Lightning's SLURM environment when this process is a SLURM task (the job's ranks, nodes and rendezvous), without
+    its automatic requeue: SLURM's requeue signal is ours (experiments.training.requeue stops the run at a step
+    boundary; Lightning's handler saved inside the signal, and hung); nothing elsewhere."""
     from lightning.pytorch.plugins.environments import SLURMEnvironment
 
     if SLURMEnvironment.detect():
-        return [SLURMEnvironment(auto_requeue=True, requeue_signal=REQUEUE_SIGNAL)]
+        return [SLURMEnvironment(auto_requeue=False)]
     return []
 
 

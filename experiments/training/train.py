@@ -23,6 +23,7 @@ from experiments.training.divergence import StopWhenDiverged
 from experiments.training.language_model_module import LanguageModelModule
 from experiments.training.module import SequenceTaskModule
 from experiments.training.progress import StepProgressBar
+from experiments.training.requeue import requeue_callbacks
 from experiments.training.resumed_metrics import keep_rows_before
 from models.registry import build_backbone, build_language_model_from
 
@@ -183,6 +184,7 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
         callbacks += [*saving, RunConfigInCheckpoint(resumed_config)]
     if fail_after_steps(config) is not None:
         callbacks.append(FailAfterSteps(fail_after_steps(config)))
+    callbacks += requeue_callbacks(checkpoints / LAST if config.trainer.checkpoint else None)  # in a SLURM task
     logger = _logger(config, run_dir, resume.step if resume else None)
     trainer = L.Trainer(
         max_steps=config.trainer.max_steps,

@@ -10,16 +10,25 @@ The stream is written to a temporary file and renamed, then the index; an entry 
 settings, or whose stream has another size or checksum (truncated, corrupted), is rebuilt with one line on stderr
 and never read. Folder: the data cache's ($XLSTM_SUITE_DATA_CACHE, else results/cache/); with the cache off, the
 tokens are made in memory.
+
+Many processes open the same entry (the ranks of a SLURM job on many nodes, jobs side by side, `xlstm-suite prepare`,
+which makes a sweep's entries before its jobs run): who checks or writes an entry holds an exclusive lock on
+``<hash>.lock`` (fcntl's POSIX lock, which network filesystems share across nodes), so an entry is tokenised once
+and never read half-written. The checksum is checked once per SLURM job attempt: ``<hash>.verified`` records the jobs
+that checked the stream as it is now (its size, modification time and inode), and the job's other processes only
+open it; outside SLURM every process checks it.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
 import sys
 import time
+from contextlib import contextmanager
 from collections.abc import Iterable, Iterator
 from itertools import chain
 from pathlib import Path
@@ -36,6 +45,7 @@ from tasks.lm.whole_file import whole_file, write_whole
 TOKEN_DTYPE = np.uint16  # GPT-2's 50,257 ids fit
 FORMAT_VERSION = 1  # part of the key: bump it when the same settings give another stream
 CHECKSUM_BLOCK = 1 << 24  # bytes read at a time when checking a stream
+VERIFIED_JOBS_KEPT = 64  # the job attempts a .verified record names, the latest last
 
 
 def token_threads() -> int:
@@ -55,13 +65,81 @@ def cached_tokens(settings: dict, documents: Iterable[list[str]], tokenizer_name
         return np.concatenate(chunks) if chunks else np.empty(0, TOKEN_DTYPE)
     stream = folder / "lm" / f"{hashlib.sha256(canonical(key).encode()).hexdigest()[:24]}.tokens"
     index = stream.with_suffix(".json")
-    if index.exists() or stream.exists():
-        problem = entry_problem(stream, index, key)
-        if problem is None:
-            return read_stream(stream, index)
-        print(f"warning: token cache {stream} is {problem}; tokenising it again", file=sys.stderr)
-    write_entry(stream, index, key, documents, tokenizer_name, max_tokens)
+    if not verified_in_this_job(stream, index):  # unless another process of this job checked it
+        with entry_lock(stream):
+            if not verified_in_this_job(stream, index):  # nor did while this one waited for the lock
+                check_or_write(stream, index, key, documents, tokenizer_name, max_tokens)
     return read_stream(stream, index)
+
+
+def check_or_write(stream: Path, index: Path, key: dict, documents: Iterable[list[str]], tokenizer_name: str,
+                   max_tokens: int | None) -> None:
+    """Within the entry's lock: write the entry if it is missing or damaged (one line on stderr), and record that
+    this job attempt checked it."""
+    problem = entry_problem(stream, index, key) if index.exists() or stream.exists() else None
+    if problem is not None:
+        print(f"warning: token cache {stream} is {problem}; tokenising it again", file=sys.stderr)
+    if problem is not None or not index.exists():
+        write_entry(stream, index, key, documents, tokenizer_name, max_tokens)
+    record_verified(stream, index)
+
+
+@contextmanager
+def entry_lock(stream: Path) -> Iterator[None]:
+    """Hold the exclusive lock of an entry (waiting for another process's check or write to end)."""
+    stream.parent.mkdir(parents=True, exist_ok=True)
+    with open(stream.with_suffix(".lock"), "a") as lock:
+        fcntl.lockf(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.lockf(lock, fcntl.LOCK_UN)
+
+
+def job_attempt() -> str | None:
+    """This process's SLURM job attempt (``<job>:<restart count>``, an array element's job as
+    ``<array job>_<index>``); None outside SLURM."""
+    array_job = os.environ.get("SLURM_ARRAY_JOB_ID")
+    job = f"{array_job}_{os.environ.get('SLURM_ARRAY_TASK_ID')}" if array_job else os.environ.get("SLURM_JOB_ID")
+    return None if job is None else f"{job}:{os.environ.get('SLURM_RESTART_COUNT', '0')}"
+
+
+def stream_identity(stream: Path, index: Path) -> dict | None:
+    """What changes when the entry is written again: the stream's size, modification time and inode, the index's
+    bytes; None when either is missing."""
+    try:
+        status = stream.stat()
+        index_digest = hashlib.sha256(index.read_bytes()).hexdigest()
+    except OSError:
+        return None
+    return {"size": status.st_size, "mtime_ns": status.st_mtime_ns, "inode": status.st_ino, "index": index_digest}
+
+
+def verified_in_this_job(stream: Path, index: Path) -> bool:
+    """Whether a process of this SLURM job attempt checked the entry as it is now (its .verified record)."""
+    attempt = job_attempt()
+    if attempt is None:
+        return False
+    try:
+        record = json.loads(stream.with_suffix(".verified").read_text())
+    except (OSError, ValueError):
+        return False
+    return attempt in record.get("jobs", []) and record.get("entry") == stream_identity(stream, index)
+
+
+def record_verified(stream: Path, index: Path) -> None:
+    """Within the entry's lock, after a check or a write: this job attempt checked the entry as it is now."""
+    attempt, path = job_attempt(), stream.with_suffix(".verified")
+    if attempt is None:
+        return
+    entry = stream_identity(stream, index)
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        record = {}
+    jobs = record.get("jobs", []) if record.get("entry") == entry else []
+    jobs = [job for job in jobs if job != attempt][-(VERIFIED_JOBS_KEPT - 1):] + [attempt]
+    write_whole(path, json.dumps({"entry": entry, "jobs": jobs}, indent=1).encode())
 
 
 def describe(settings: dict) -> str:
@@ -146,7 +224,8 @@ def read_stream(stream: Path, index: Path) -> np.ndarray:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Count a corpus split's documents and tokens and time the tokenising (nothing is written)."""
+    """Count a corpus split's documents and tokens and time the tokenising (nothing is written: `xlstm-suite prepare
+    <artifact> --scale S` writes a sweep's token caches)."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("corpus", help="a hub id, local files, or offline:<name>")
     parser.add_argument("--split", default="train")
