@@ -14,10 +14,11 @@ from experiments.config.artifacts import load_artifact
 from experiments.config.configuration import ConfigError
 from experiments.sweeps.run_execution import execute_run
 from experiments.sweeps.status import list_artifacts
+from tests.conftest import FIXTURES
 from tests.sweep_fakes import RECORD_RUN
 from tests.test_run_store import listed
 
-FIXTURE = load_artifact("sweep-fixture")  # declares smoke and mini
+FIXTURE = load_artifact("sweep-fixture")  # declares smoke, mini and paper
 
 
 def printed(listing) -> tuple[list[str], list[list[str]]]:
@@ -58,10 +59,14 @@ def test_where_keeps_the_matching_runs_and_names_a_filter_nothing_matches(tmp_pa
         list_artifacts(tmp_path, ["sweep-fixture"], ["smoke"], where={"task": ["cycle_navigation"]})
 
 
-def test_a_scale_the_artifact_does_not_declare_is_refused_and_not_listed(tmp_path):
-    with pytest.raises(ConfigError, match=r"artifact 'sweep-fixture' has no 'paper' scale; its scales: \['smoke', 'mini'\]"):
-        FIXTURE.runs("paper")
-    _, rows = printed(list_artifacts(tmp_path, ["sweep-fixture"], ["smoke", "paper"]))
+def test_a_scale_the_artifact_does_not_declare_is_refused_and_not_listed(tmp_path, artifact_folder):
+    fixture = (FIXTURES / "sweep-fixture.yaml").read_text()
+    smoke_only = fixture.replace("artifact: sweep-fixture", "artifact: smoke-only")
+    smoke_only = smoke_only[:smoke_only.index("  mini:")]  # the scales section's smoke block only
+    (artifact_folder / "smoke-only.yaml").write_text(smoke_only)
+    with pytest.raises(ConfigError, match=r"artifact 'smoke-only' has no 'paper' scale; its scales: \['smoke'\]"):
+        load_artifact("smoke-only").runs("paper")
+    _, rows = printed(list_artifacts(tmp_path, ["smoke-only"], ["smoke", "mini", "paper"]))
     assert [row[1] for row in rows] == ["smoke"]
 
 
