@@ -6,7 +6,9 @@
 Every row times ours and its peer interleaved (medians of --repeats rounds, after a warm-up round) and prints
 the ratio (> 1: ours better; time and memory: peer / ours, rates: ours / peer) and, where the issue sets one,
 the target ratio and whether it is met. Results also go to results/reports/benchmarks.csv, one row per comparison
-with its section: a run of some sections (--only) replaces only their rows.
+with its section: a run of some sections (--only) replaces only their rows. Section ``cli`` times the everyday
+commands (`list`, `report --help`, every artifact's paper dry run) in fresh processes, cold and warm, against issue
+34's budgets (benchmarks.cli_commands).
 
 The GPU sections run only when named and need a CUDA device: ``gpu`` (every language model's training throughput,
 MFU and memory against Llama: benchmarks.gpu_throughput, results/reports/gpu_throughput.csv) and ``gpu_xlstm`` (the
@@ -24,13 +26,13 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import (gpu_throughput, gpu_xlstm, kernel_benchmarks, lm_training, model_benchmarks, mqar_generation,
-                        store_reading)
+from benchmarks import (cli_commands, gpu_throughput, gpu_xlstm, kernel_benchmarks, lm_training, model_benchmarks,
+                        mqar_generation, store_reading)
 from benchmarks.timing import interleaved_medians
 from experiments.atomic import write_text_atomic
 from experiments.paths import REPORTS
 
-SECTIONS = ("mlstm", "memory", "slstm", "training", "generation", "mqar", "lm", "store")
+SECTIONS = ("mlstm", "memory", "slstm", "training", "generation", "mqar", "lm", "store", "cli")
 GPU_SECTIONS = ("gpu", "gpu_xlstm")  # run only when named (--only), on a CUDA device
 GPU_BUDGET_SECONDS = {"gpu": 600.0, "gpu_xlstm": 600.0}  # each section's default time budget
 
@@ -63,6 +65,8 @@ def comparisons(section: str, quick: bool, repeats: int, matmul_peak: float, bud
         return mqar_generation.comparisons(10_000 if quick else 100_000, repeats)
     if section == "store":
         return store_reading.comparisons(10 if quick else 100, repeats)
+    if section == "cli":
+        return cli_commands.comparisons(min(repeats, 3))
     return model_benchmarks.generation_comparisons(128 if quick else 1024, repeats)
 
 

@@ -38,7 +38,8 @@ def test_cells_that_differ_in_learning_rate_and_seed_share_a_compose_and_equal_a
 
 def test_an_interpolation_that_reads_a_grid_value_composes_every_cell(compose_count):
     runs = load_artifact("sweep-fixture").runs("paper", ["optim.min_lr=${optim.lr}"])
-    assert len(compose_count) == 36
+    assert all(run.overrides in compose_count for run in runs)
+    assert len(compose_count) == 36 + 6  # and each structure once, where the interpolation was found
     assert all(run.config.optim.min_lr == run.cell["optim.lr"] for run in runs)
 
 
@@ -89,12 +90,15 @@ def test_a_cache_entry_that_does_not_validate_is_ignored_with_one_warning_and_re
                                                                                        monkeypatch, capsys):
     monkeypatch.setenv(compose_cache.CACHE_VARIABLE, str(tmp_path / "cache"))
     expected = [run.run_id for run in load_artifact("sweep-fixture").runs("smoke")]
-    entries = sorted((tmp_path / "cache").rglob("*.json"))
+    plans = tmp_path / "cache" / "plans"  # the planned grid (experiments.config.plan_cache): removed, to compose again
+    entries = sorted(path for path in (tmp_path / "cache").rglob("*.json") if plans not in path.parents)
     entries[0].write_text(entry)
+    shutil.rmtree(plans)
     capsys.readouterr()
     assert [run.run_id for run in load_artifact("sweep-fixture").runs("smoke")] == expected
     warnings = [line for line in capsys.readouterr().err.splitlines() if "compose cache entry" in line]
     assert len(warnings) == 1 and str(entries[0]) in warnings[0] and "composing again" in warnings[0]
     assert compose_cache.entry_problem(json.loads(entries[0].read_text()), ["x"]) == "an entry of other overrides"  # replaced
+    shutil.rmtree(plans)
     load_artifact("sweep-fixture").runs("smoke")
     assert "compose cache entry" not in capsys.readouterr().err  # the replaced entry reads back

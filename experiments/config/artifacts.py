@@ -8,16 +8,18 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import yaml
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from experiments.config.cell_composer import CellComposer
-from experiments.config.configuration import CONFIGS, ConfigError, compose_run_config, load_yaml
+from experiments.config import plan_cache
+from experiments.config.configuration import CONFIGS, ConfigError
 from experiments.config.evaluation_kinds import EVALUATION_KINDS, resolved_settings, settings_problems, task_problems
+from experiments.config.planned_run import PlannedRun, override_value
 from experiments.config.report_layouts import report_layout
 from experiments.config.run_identity import run_id_of
 from experiments.config.run_schema import CHECKPOINTS, INITIAL
 from experiments.config.validation import validate_run_config
+from experiments.config.yaml_reading import read_yaml
 from models.catalog import known_backbones
 
 ARTIFACTS = CONFIGS / "paper"
@@ -30,25 +32,6 @@ SCALE_KEYS = ("evaluates", "grid", "cell_grids", "exclude", "overrides", "cell_o
 EVALUATES_KEYS = ("artifact", "where", "checkpoint", "kind", "settings")
 SETTINGS_KEY = "evaluate.settings."  # a grid key of an evaluating artifact that sets one of its kind's settings
 MODEL_NOT_REGISTERED = "not in the model registry yet (the baseline zoo issue adds it)"
-
-
-@dataclass
-class PlannedRun:
-    """One cell of an artifact's grid at one scale; ``config`` and ``run_id`` only when it is available."""
-
-    artifact: str
-    scale: str
-    cell: dict[str, Any]
-    overrides: list[str]
-    unavailable: str | None = None
-    config: DictConfig | None = None
-    run_id: str | None = None
-    trained_by: "PlannedRun | None" = None  # an evaluation-only run: the training run whose checkpoint it evaluates
-
-    @property
-    def label(self) -> str:
-        """The cell as ``key=value`` pairs, e.g. ``model=xlstm_1_0 task=parity optim.lr=0.001 seed=0``."""
-        return " ".join(f"{key}={override_value(value)}" for key, value in self.cell.items())
 
 
 @dataclass
@@ -170,14 +153,34 @@ class Artifact:
         return [override for key, value in cell.items() for override in (table.get(key) or {}).get(value, [])]
 
     def runs(self, scale: str, extra_overrides: Sequence[str] = ()) -> list[PlannedRun]:
-        """Every cell of the scale's grid in a stable order, available ones composed (ConfigError on bad input).
+        """Every cell of the scale's grid in a stable order, available ones composed and checked (ConfigError on bad
+        input); a plan made before with nothing changed is read from the plan cache (experiments.config.plan_cache).
 
         Overrides, later ones winning: the cell's grid values, the artifact's cell overrides, the artifact's
         overrides, the scale's overrides, the scale's cell overrides, artifact and scale names, the user's.
         An evaluating artifact (``evaluates``) plans one run per training run and cell of its grid instead."""
         self.check_declared(scale)
-        if self.evaluates:
-            return self.evaluation_runs(scale, extra_overrides)
+        extra_overrides = list(extra_overrides)
+        source = self.evaluated_source(scale) if self.evaluates else None
+        key = plan_cache.plan_key(self, scale, extra_overrides, source)
+        trained = source.runs(scale, extra_overrides) if source is not None else []
+        cached = plan_cache.load(key, trained) if key is not None else None
+        if cached is not None:
+            return cached
+        from experiments.config.cell_composer import CellComposer  # Hydra: only to compose what is not cached
+
+        composer = CellComposer()
+        if source is None:
+            runs = self.training_runs(scale, extra_overrides, composer)
+        else:
+            runs = self.evaluation_runs(scale, extra_overrides, source, trained, composer)
+        if key is not None:
+            plan_cache.store(key, runs, trained)
+        return runs
+
+    def training_runs(self, scale: str, extra_overrides: list[str], composer: Callable[[list[str]], dict]
+                      ) -> list[PlannedRun]:
+        """A training artifact's runs at ``scale``, each composed by ``composer`` and checked (``runs``' order)."""
         scale_cell_overrides = self.scales.get(scale, {}).get("cell_overrides") or {}
         names = [f"artifact={self.name}", f"scale={scale}"]
         cells = []
@@ -192,46 +195,49 @@ class Artifact:
                 *extra_overrides,
             ]
             cells.append((cell, overrides))
-        compose = CellComposer(value_keys=self.cell_keys(scale))
         runs: list[PlannedRun | None] = [None] * len(cells)
         for index in models_first([cell for cell, _ in cells]):
-            runs[index] = plan_run(self.name, scale, *cells[index], compose=compose)
+            runs[index] = plan_run(self.name, scale, *cells[index], compose=composer)
         check_distinct(runs, extra_overrides)
         return runs
 
-
-    def evaluation_runs(self, scale: str, extra_overrides: Sequence[str] = ()) -> list[PlannedRun]:
-        """Per training run of ``evaluates.artifact`` at this scale whose cell matches ``evaluates.where`` (the
-        user's overrides apply to those too), per cell of this grid: the training run's overrides with this cell's
-        values, this artifact's overrides and the ``evaluate`` section naming the training run."""
-        evaluates = self.evaluates_of(scale)
-        source = load_artifact(evaluates["artifact"])
+    def evaluated_source(self, scale: str) -> "Artifact":
+        """The training artifact whose runs this evaluating artifact evaluates at ``scale`` (ConfigError where it has
+        no such scale or evaluates itself)."""
+        source = load_artifact(self.evaluates_of(scale)["artifact"])
         if scale not in source.scales:
             raise ConfigError(f"artifact {self.name!r} evaluates the runs of {source.name!r}, which has no {scale!r} "
                               f"scale; its scales: {source.declared_scales}")
         if source.evaluates:
             raise ConfigError(f"{self.name}: evaluates.artifact={source.name!r} is itself an evaluating artifact")
+        return source
+
+    def evaluation_runs(self, scale: str, extra_overrides: list[str], source: "Artifact", trained: list[PlannedRun],
+                        composer: Callable[[list[str]], dict]) -> list[PlannedRun]:
+        """Per training run of ``source`` at this scale (``trained``) whose cell matches ``evaluates.where`` (the
+        user's overrides apply to those too), per cell of this grid: the training run's overrides with this cell's
+        values, this artifact's overrides and the ``evaluate`` section naming the training run."""
+        evaluates = self.evaluates_of(scale)
         where = evaluates.get("where") or {}
         if where:
             try:
                 check_exclusion("evaluates.where", where, source.cells(scale), source.cell_keys(scale), scale)
             except ValueError as error:
                 raise ConfigError(f"{self.name}: {error} (the cells of {source.name})") from None
-        trained = [run for run in source.runs(scale, extra_overrides) if excluded(run.cell, where)]
         kind = {} if evaluates.get("kind") is None else {
             "kind": evaluates["kind"], "settings": resolved_settings(evaluates["kind"], evaluates.get("settings"))}
         names = {f"artifact={source.name}", f"scale={scale}"}
         cells = self.cells(scale)
-        compose = CellComposer(value_keys=[key for key in dict.fromkeys([*source.cell_keys(scale), *self.cell_keys(scale)])
-                                           if not key.startswith(SETTINGS_KEY)])
         planned = []
-        for training in trained:
+        for training in (run for run in trained if excluded(run.cell, where)):
             for cell in cells:
                 kept = [override for override in training.overrides if override not in names
                         and override not in extra_overrides and override.split("=", 1)[0] not in cell]
-                section = {"artifact": source.name, "scale": scale, "run_id": training.run_id,
-                           "checkpoint": evaluates.get("checkpoint", "best"), "cell": training.label,
-                           **cell_settings(kind, cell)}
+                # the section as an OmegaConf tree holds it (lists, not tuples), as the run config keeps it
+                section = OmegaConf.to_container(OmegaConf.create({
+                    "artifact": source.name, "scale": scale, "run_id": training.run_id,
+                    "checkpoint": evaluates.get("checkpoint", "best"), "cell": training.label,
+                    **cell_settings(kind, cell)}))
                 composed = [*kept, *(f"{key}={override_value(value)}" for key, value in cell.items()
                                      if not key.startswith(SETTINGS_KEY)), *self.overrides,
                             *self.overrides_of(scale), f"artifact={self.name}", f"scale={scale}", *extra_overrides]
@@ -241,15 +247,15 @@ class Artifact:
                                  trained_by=training)
                 if training.unavailable is None:
                     # one compose per structure (the evaluate section, different in every run, is set afterwards)
-                    run.config = compose(composed)
-                    with open_dict(run.config):
-                        run.config.evaluate = section
-                    validate_run_config(run.config)
+                    container = composer(composed)
+                    container["evaluate"] = section
+                    validate_run_config(container)
                     if kind:
-                        problems = task_problems(section, OmegaConf.to_container(run.config.task, resolve=True))
+                        problems = task_problems(section, container["task"])
                         if problems:
                             raise ConfigError(f"{self.name} ({scale}): " + "; ".join(problems))
-                    run.run_id = run_id_of(run.config)
+                    run = PlannedRun(self.name, scale, training.cell | cell, overrides, trained_by=training,
+                                     run_id=run_id_of(container), container=container)
                 planned.append(run)
         check_distinct(planned, extra_overrides)
         return planned
@@ -276,7 +282,7 @@ def read_artifact_file(path: Path) -> dict:
     """The mapping an artifact file holds; ValueError naming the file and its problem (one line): it cannot be read,
     is not UTF-8 text or not YAML (the parser's problem and where), an interpolation fails, or it holds no mapping."""
     try:
-        content = OmegaConf.to_container(load_yaml(path), resolve=True)
+        content = read_yaml(path)
     except OSError as error:
         raise ValueError(f"{path}: cannot be read ({error.strerror})") from None
     except UnicodeDecodeError as error:
@@ -462,16 +468,17 @@ def models_first(cells: list[dict[str, Any]]) -> list[int]:
 
 
 def plan_run(artifact: str, scale: str, cell: dict[str, Any], overrides: list[str],
-             compose: Callable[[list[str]], DictConfig] = compose_run_config) -> PlannedRun:
-    """Compose the cell's config (bad overrides raise here), unless its model is not built yet."""
+             compose: Callable[[list[str]], dict]) -> PlannedRun:
+    """Compose the cell's config as plain containers (bad overrides raise here) and check it, unless its model is not
+    built yet."""
     model = cell.get("model")
     if model is not None and not (CONFIGS / "model" / f"{model}.yaml").exists():
         return PlannedRun(artifact, scale, cell, overrides, unavailable=MODEL_NOT_REGISTERED)
-    config = compose(overrides)
-    if model is not None and not model_is_registered(config.model.name):  # a model config names its backbone
+    container = compose(overrides)
+    if model is not None and not model_is_registered(container["model"]["name"]):  # a model config names its backbone
         return PlannedRun(artifact, scale, cell, overrides, unavailable=MODEL_NOT_REGISTERED)
-    validate_run_config(config)
-    return PlannedRun(artifact, scale, cell, overrides, config=config, run_id=run_id_of(config))
+    validate_run_config(container)
+    return PlannedRun(artifact, scale, cell, overrides, run_id=run_id_of(container), container=container)
 
 
 def model_is_registered(model: str) -> bool:
@@ -490,18 +497,3 @@ def check_distinct(runs: list[PlannedRun], extra_overrides: Sequence[str]) -> No
                 "the same run; drop the override of a grid key"
             )
         first_cell_of[run.run_id] = run.cell
-
-
-def override_value(value: Any, quote_strings: bool = False) -> str:
-    """A value in Hydra's override syntax (``null``, ``true``, ``[1,2]``, ``{a:1}``, optionally ``'text'``)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(override_value(item, quote_strings) for item in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{key}:{override_value(item, quote_strings)}" for key, item in value.items()) + "}"
-    if isinstance(value, str) and quote_strings:
-        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    return str(value)

@@ -4,8 +4,10 @@ in seconds rather than composing hundreds of configs again.
 An entry is keyed by the overrides and a fingerprint of everything a compose reads: every file of the Hydra tree
 (configs/, and the $XLSTM_SUITE_CONFIGS folders), the size presets `model.size` sets and the Hydra and OmegaConf
 versions. Editing any config file or preset, or upgrading either library, starts a fresh key, so an entry is never
-stale. Folder: $XLSTM_SUITE_COMPOSE_CACHE, else $XDG_CACHE_HOME/xlstm-suite/compose (default ~/.cache/...);
-XLSTM_SUITE_COMPOSE_CACHE=off switches the cache off.
+stale. An entry holds the resolved config as plain containers (experiments.config.plain_config) and whether its
+written config had interpolations (experiments.config.cell_composer). Folder: $XLSTM_SUITE_COMPOSE_CACHE, else
+$XDG_CACHE_HOME/xlstm-suite/compose (default ~/.cache/...), which also holds the planned grids
+(experiments.config.plan_cache); XLSTM_SUITE_COMPOSE_CACHE=off switches both off.
 """
 
 import functools
@@ -13,17 +15,17 @@ import hashlib
 import json
 import os
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
-import hydra
 import omegaconf
-from omegaconf import DictConfig, OmegaConf
 
 from experiments.atomic import write_text_atomic
 from experiments.config.configuration import CONFIGS, extra_config_folders
 from models.catalog import language_model_sizes
 
 CACHE_VARIABLE = "XLSTM_SUITE_COMPOSE_CACHE"
+ENTRY_FORMAT = 2  # entries of an older format have other keys: plain configs; interpolations before the size preset
 
 
 def cache_folder() -> Path | None:
@@ -39,7 +41,7 @@ def cache_folder() -> Path | None:
 def tree_fingerprint(extra_folders: tuple[Path, ...] = ()) -> str:
     """configs/ and the $XLSTM_SUITE_CONFIGS folders (configuration.extra_config_folders), with the versions and
     the size presets that ``model.size`` sets (experiments.config.size_presets)."""
-    digest = hashlib.sha256(f"hydra {hydra.__version__} omegaconf {omegaconf.__version__}".encode())
+    digest = hashlib.sha256(f"hydra {version('hydra-core')} omegaconf {omegaconf.__version__}".encode())
     digest.update(json.dumps(language_model_sizes(), sort_keys=True).encode())
     for folder in (CONFIGS, *extra_folders):
         if folder != CONFIGS:
@@ -54,11 +56,11 @@ def _entry(overrides: list[str]) -> Path | None:
     if folder is None:
         return None
     fingerprint = tree_fingerprint(tuple(extra_config_folders()))
-    key = hashlib.sha256(json.dumps([fingerprint, list(overrides)]).encode()).hexdigest()
+    key = hashlib.sha256(json.dumps([ENTRY_FORMAT, fingerprint, list(overrides)]).encode()).hexdigest()
     return folder / key[:2] / f"{key}.json"
 
 
-def load(overrides: list[str]) -> tuple[DictConfig, bool] | None:
+def load(overrides: list[str]) -> tuple[dict, bool] | None:
     """(the resolved config, whether it had interpolations) if composed before, else None. An entry that does not
     read back as one (damaged, or written by other code) is ignored with a warning, and the next store replaces it."""
     entry = _entry(overrides)
@@ -72,16 +74,14 @@ def load(overrides: list[str]) -> tuple[DictConfig, bool] | None:
     if problem is not None:
         print(f"warning: compose cache entry {entry} is {problem}; ignored, composing again", file=sys.stderr)
         return None
-    config = OmegaConf.create(content["config"])
-    OmegaConf.set_struct(config, content["struct"])
-    return config, content["interpolated"]
+    return content["config"], content["interpolated"]
 
 
 def entry_problem(content, overrides: list[str]) -> str | None:
     """What makes ``content`` no entry of ``overrides`` (None if it is one)."""
     if not isinstance(content, dict):
         return f"a JSON {type(content).__name__}, not an object"
-    expected = {"config": dict, "struct": bool, "interpolated": bool, "overrides": list}
+    expected = {"config": dict, "interpolated": bool, "overrides": list}
     wrong = [key for key, kind in expected.items() if not isinstance(content.get(key), kind)]
     if wrong:
         return f"missing or mistyped {', '.join(wrong)}"
@@ -92,12 +92,11 @@ def entry_problem(content, overrides: list[str]) -> str | None:
     return None
 
 
-def store(overrides: list[str], config: DictConfig, interpolated: bool) -> None:
+def store(overrides: list[str], config: dict, interpolated: bool) -> None:
     entry = _entry(overrides)
     if entry is None:
         return
-    content = {"config": OmegaConf.to_container(config), "struct": OmegaConf.is_struct(config),
-               "interpolated": interpolated, "overrides": list(overrides)}
+    content = {"config": config, "interpolated": interpolated, "overrides": list(overrides)}
     try:
         write_text_atomic(entry, json.dumps(content))
     except OSError:

@@ -6,8 +6,6 @@ folders add options, e.g. ``<folder>/task/<name>.yaml`` for a plugged-in task fa
 import os
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
-from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -47,10 +45,20 @@ def task_config(name: str) -> dict:
 def resolve_run_config(config: DictConfig, overrides: list[str]) -> DictConfig:
     """``config`` (composed from ``overrides``) with its interpolations resolved and its ``model.size`` preset set
     (experiments.config.size_presets), in place."""
+    return with_size_preset(resolve_interpolations(config, overrides), overrides)
+
+
+def resolve_interpolations(config: DictConfig, overrides: list[str]) -> DictConfig:
+    """``config`` with its interpolations resolved, in place (ConfigError naming the overrides)."""
     try:
         OmegaConf.resolve(config)
     except OmegaConfBaseException as error:
         raise ConfigError(f"bad override in {list(overrides)}: {error}") from None
+    return config
+
+
+def with_size_preset(config: DictConfig, overrides: list[str]) -> DictConfig:
+    """``config`` with its ``model.size`` preset set, in place (ConfigError naming the problem)."""
     try:
         return apply_size_preset(config, overrides)
     except ValueError as error:
@@ -59,6 +67,8 @@ def resolve_run_config(config: DictConfig, overrides: list[str]) -> DictConfig:
 
 def compose_unresolved(overrides: list[str]) -> DictConfig:
     """``compose_run_config`` before interpolations are resolved."""
+    from hydra.errors import HydraException  # Hydra is imported only to compose: a cached plan needs none of it
+
     for override in overrides:
         if "=" not in override:
             raise ConfigError(f"malformed override {override!r}: expected key=value (e.g. optim.lr=1e-3)")
@@ -79,6 +89,8 @@ def compose_unresolved(overrides: list[str]) -> DictConfig:
 
 
 def compose_train(overrides: list[str]) -> DictConfig:
+    from hydra import compose, initialize_config_dir
+
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         return compose(config_name="train", overrides=[*search_path_overrides(), *overrides])
 

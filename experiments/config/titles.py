@@ -4,16 +4,16 @@ status tables and by the report's page and figure."""
 import re
 from collections.abc import Sequence
 
-from omegaconf import OmegaConf
-
 from experiments.config.artifacts import Artifact, PlannedRun
+from experiments.config.plain_config import value_at
 
 PLACEHOLDER = re.compile(r"\{([\w.]+)\}")
 
 
 def config_values(runs: Sequence[PlannedRun], key: str) -> list:
-    """The distinct values of a config key over the planned runs that have a config, sorted."""
-    values = {OmegaConf.select(run.config, key) for run in runs if run.config is not None}
+    """The distinct values of a config key (None where a config lacks it) over the planned runs that have a config,
+    sorted."""
+    values = {value_at(run.container, key, None) for run in runs if run.container is not None}
     return sorted(values, key=lambda value: (str(type(value)), value))
 
 

@@ -2,7 +2,10 @@
 written to the run store, and import no torch (a bad config is rejected in about a second).
 
 Every key is checked against the run schema (experiments.config.run_schema), the task family's schema (tasks.registry)
-and the backbone's config dataclass (models.catalog); every problem is reported at once, one line each.
+and the backbone's config dataclass (models.catalog); every problem is reported at once, one line each. The problems of
+the model section and of the run schema's own sections (optim, trainer, debug, evaluate) are a function of their
+values, so they are remembered per process: a grid's cells share most of them, and only what differs is checked
+again. A task's are not remembered: a task family may check files (a local corpus: tasks.lm.corpus).
 """
 
 import functools
@@ -22,9 +25,11 @@ def backbone_options(model: DictConfig) -> dict:
     return OmegaConf.to_container(model.options, resolve=True) if model.get("options") else {}
 
 
-def validate_run_config(config: DictConfig) -> None:
-    """ConfigError listing every bad value of the run config, one per line."""
-    problems = run_config_problems(OmegaConf.to_container(config, resolve=True))
+def validate_run_config(config: DictConfig | dict) -> None:
+    """ConfigError listing every bad value of the run config (an OmegaConf config, or a resolved plain one), one per
+    line."""
+    problems = run_config_problems(OmegaConf.to_container(config, resolve=True) if isinstance(config, DictConfig)
+                                   else config)
     if problems:
         raise ConfigError(problems_message(problems))
 
@@ -40,9 +45,9 @@ def run_config_problems(config: dict) -> list[str]:
     if not all(isinstance(config.get(name), dict) for name in ("model", "task", *SECTIONS)):
         return problems
     for name, schema in SECTIONS.items():
-        problems += section_problems(schema, config[name], name)
+        problems += remembered_problems(schema, config[name], name)
     if config.get("evaluate") is not None:
-        problems += section_problems(EvaluateConfig, config["evaluate"], "evaluate")
+        problems += remembered_problems(EvaluateConfig, config["evaluate"], "evaluate")
         if isinstance(config["evaluate"], dict) and config["evaluate"].get("kind") is not None:
             problems += settings_problems(config["evaluate"]["kind"], config["evaluate"].get("settings"), "evaluate")
     problems += task_problems(config["task"])
@@ -55,6 +60,21 @@ def task_problems(task: dict) -> list[str]:
     if family not in families:
         return [f"task.family={family!r} is not valid; valid choices: {sorted(families)}"]
     return section_problems(families[family].config, task, "task")
+
+
+_section_problems: dict[tuple[type, str, str], list[str]] = {}  # (schema, section name, repr of its values) -> problems
+SECTIONS_KEPT = 100_000
+
+
+def remembered_problems(schema: type, values, name: str) -> list[str]:
+    """``section_problems`` of a schema that checks values only, remembered by the schema and the repr of the values
+    (which tells 1, 1.0, True and '1' apart)."""
+    key = (schema, name, repr(values))
+    if key not in _section_problems:
+        if len(_section_problems) >= SECTIONS_KEPT:
+            _section_problems.clear()
+        _section_problems[key] = section_problems(schema, values, name)
+    return list(_section_problems[key])
 
 
 @functools.lru_cache(maxsize=4096)

@@ -15,8 +15,8 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from experiments.config.evaluation_kinds import evaluated_tokens
-from experiments.config.validation import backbone_options
 from experiments.paths import REPORTS, REPOSITORY_ROOT
+from experiments.sweeps.flops_cache import flops_per_token
 from tasks.registry import task_spec
 from tasks.spec import SEQUENCES_PER_SAMPLE
 
@@ -148,50 +148,51 @@ class RunCompute:
     model: str | None = None  # the run's model (its measured MFU, where there is one, gives its GPU-hours)
 
 
-def run_compute(config: DictConfig) -> RunCompute:
-    """The compute of one resolved run config: a training run's training tokens x 3 x the forward FLOPs per token;
-    an evaluation-only run trains nothing and costs the forward FLOPs of its validation and test sets."""
-    spec = task_spec(OmegaConf.to_container(config.task, resolve=True))
-    length = training_length(config) or spec.fixed_length
-    model = config.model.name
+def run_compute(config: DictConfig | dict) -> RunCompute:
+    """The compute of one resolved run config (an OmegaConf config or its plain containers, as a planned run keeps
+    it: experiments.config.planned_run): a training run's training tokens x 3 x the forward FLOPs per token; an
+    evaluation-only run trains nothing and costs the forward FLOPs of its validation and test sets."""
+    if isinstance(config, DictConfig):
+        config = OmegaConf.to_container(config, resolve=True)
+    task, model = config["task"], config["model"]
+    spec = task_spec(task)
+    length = training_length(task) or spec.fixed_length
     if length is None:
-        return RunCompute(None, None, model=model)
-    from models.flops import flops_per_token  # torch: imported once the plan is valid, only to estimate
-
-    per_token = flops_per_token(
-        config.model.name, config.model.embedding_dim, config.model.num_blocks, backbone_options(config.model),
+        return RunCompute(None, None, model=model["name"])
+    forward, training = flops_per_token(  # models.flops (torch) once per model config: experiments.sweeps.flops_cache
+        model["name"], model["embedding_dim"], model["num_blocks"], model.get("options") or {},
         sequence_length=length, output_size=spec.num_classes,
         input_features=None if spec.input_kind == "tokens" else spec.input_size,
     )
-    evaluate = OmegaConf.select(config, "evaluate")
+    evaluate = config.get("evaluate")
     if evaluate is not None:
-        evaluate = OmegaConf.to_container(evaluate)
         if evaluate.get("kind") is None:
-            evaluated = evaluation_sequences(config) * length
+            evaluated = evaluation_sequences(task) * length
         else:
-            evaluated = evaluated_tokens(evaluate, OmegaConf.to_container(config.task, resolve=True))
+            evaluated = evaluated_tokens(evaluate, task)
         if evaluated is None:
-            return RunCompute(0, 0.0, unestimated=evaluate["kind"], model=model)
-        return RunCompute(0, per_token.forward * evaluated, evaluated, model=model)
-    sequences = config.trainer.max_steps * config.trainer.batch_size * SEQUENCES_PER_SAMPLE.get(spec.output_kind, 1)
+            return RunCompute(0, 0.0, unestimated=evaluate["kind"], model=model["name"])
+        return RunCompute(0, forward * evaluated, evaluated, model=model["name"])
+    trainer = config["trainer"]
+    sequences = trainer["max_steps"] * trainer["batch_size"] * SEQUENCES_PER_SAMPLE.get(spec.output_kind, 1)
     tokens = sequences * length
-    return RunCompute(tokens, per_token.training * tokens, model=model)
+    return RunCompute(tokens, training * tokens, model=model["name"])
 
 
 LENGTH_KEYS = ("train_max_length", "sequence_length", "context_length", "max_length")  # the first a task config has
 EVALUATION_SET_KEYS = (("val_samples", "test_samples"), ("val_sequences", "test_sequences"))
 
 
-def training_length(config: DictConfig) -> int | None:
+def training_length(task: dict) -> int | None:
     """The task's longest training sequence: its fixed length, or the upper bound of its variable lengths."""
-    return next((length for key in LENGTH_KEYS if (length := OmegaConf.select(config, f"task.{key}"))), None)
+    return next((length for key in LENGTH_KEYS if (length := task.get(key))), None)
 
 
-def evaluation_sequences(config: DictConfig) -> int:
+def evaluation_sequences(task: dict) -> int:
     """The sequences an evaluation-only run without a kind evaluates: its task's validation and test sets (0 if it
     names none)."""
     for keys in EVALUATION_SET_KEYS:
-        sizes = [OmegaConf.select(config, f"task.{key}") for key in keys]
+        sizes = [task.get(key) for key in keys]
         if all(size is not None for size in sizes):
             return sum(sizes)
     return 0

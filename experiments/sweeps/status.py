@@ -177,7 +177,7 @@ def print_plan(
     ``accelerator``); ``verbose`` lists every run first, each with its own estimate. ``overrides``: the user's, for
     the command that makes an evaluating artifact's training runs."""
     statuses = [planned_status(run, root, stale_after_seconds) for run in runs]
-    computes = [run_compute(run.config) if status != "not available" else None for run, status in zip(runs, statuses)]
+    computes = [run_compute(run.container) if status != "not available" else None for run, status in zip(runs, statuses)]
     if verbose:
         console.print(runs_table(artifact, scale, runs, statuses, computes, accelerator))
     console.print(plan_summary_table(artifact, scale, runs, statuses, computes))
