@@ -15,9 +15,9 @@ devices'), read by ``xlstm-suite sweep --dry-run`` for its GPU-hours.
 """
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 import torch

@@ -20,8 +20,8 @@ import gc
 import json
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 import torch
 from torch import nn

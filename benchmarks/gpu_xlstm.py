@@ -22,9 +22,9 @@ import io
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 import torch

@@ -26,8 +26,16 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import (cli_commands, gpu_throughput, gpu_xlstm, kernel_benchmarks, lm_training, model_benchmarks,
-                        mqar_generation, store_reading)
+from benchmarks import (
+    cli_commands,
+    gpu_throughput,
+    gpu_xlstm,
+    kernel_benchmarks,
+    lm_training,
+    model_benchmarks,
+    mqar_generation,
+    store_reading,
+)
 from benchmarks.timing import interleaved_medians
 from experiments.atomic import write_text_atomic
 from experiments.paths import REPORTS

@@ -12,7 +12,7 @@ import argparse
 import io
 import os
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -41,7 +41,7 @@ def finished_store(root: Path, log_bytes: int) -> None:
             for step in range(rows):
                 log.write(ROW.format(step=step))
         write_result(run_dir, run, {"val/scaled_accuracy": 0.015625, "test/scaled_accuracy": 0.015625},
-                     datetime.now(timezone.utc))
+                     datetime.now(UTC))
 
 
 def list_store(root: Path) -> None:

@@ -18,8 +18,8 @@ from benchmarks.timing import interleaved_medians
 from experiments.atomic import write_text_atomic
 from experiments.display import model_name
 from experiments.paths import REPORTS
-from models.registry import build_backbone, known_backbones
 from models.language_model import LanguageModel
+from models.registry import build_backbone, known_backbones
 
 EMBEDDING, BLOCKS, CONTEXT, BATCH, VOCAB = 128, 2, 256, 16, 8192
 REFERENCE = "xlstm_1_0"

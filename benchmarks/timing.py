@@ -2,7 +2,7 @@
 
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 def interleaved_medians(candidates: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1) -> dict[str, float]:

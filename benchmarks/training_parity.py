@@ -24,9 +24,9 @@ import hashlib
 import math
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 from unittest import mock
 
 import pandas as pd
@@ -108,8 +108,14 @@ def our_stack_config(model: DictConfig) -> XLSTMStackConfig:
 
 def official_stack_config(ours: XLSTMStackConfig, context_length: int):
     """The official xLSTMBlockStackConfig with our layer settings; the sLSTM runs on the "vanilla" (CPU) backend."""
-    from xlstm import (FeedForwardConfig, mLSTMBlockConfig, mLSTMLayerConfig, sLSTMBlockConfig, sLSTMLayerConfig,
-                       xLSTMBlockStackConfig)
+    from xlstm import (
+        FeedForwardConfig,
+        mLSTMBlockConfig,
+        mLSTMLayerConfig,
+        sLSTMBlockConfig,
+        sLSTMLayerConfig,
+        xLSTMBlockStackConfig,
+    )
 
     mlstm, slstm, feedforward = ours.mlstm, ours.slstm, ours.feedforward
     mlstm_block = mLSTMBlockConfig(mlstm=mLSTMLayerConfig(

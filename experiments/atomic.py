@@ -2,8 +2,9 @@
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Callable
+from typing import IO
 
 
 def _readable_mode() -> int:

@@ -21,9 +21,9 @@ installed with the others, when the worker starts: a USR1 during data preparatio
 import os
 import signal
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 REQUEUE_SIGNAL = signal.SIGUSR1  # SLURM's warning before the time limit (--signal=USR1@120): requeue, in a SLURM job

@@ -11,8 +11,9 @@ skips a backend whose probe fails, with one line; a backend asked for by name ra
 """
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 

@@ -50,7 +50,7 @@ or CPU's fused LSTM kernel, so it reads lower there.
 import json
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import torch
 from torch import nn
@@ -111,7 +111,7 @@ def flops_per_token(name: str, embedding_dim: int, num_blocks: int, options: dic
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def matmul_parameters(name: str, embedding_dim: int, num_blocks: int, options_json: str) -> int:
     """N_matmul of the backbone, built on the meta device (no memory, no initialisation arithmetic); cached per
     config (``options_json``: its options as sorted JSON, hashable)."""

@@ -26,7 +26,7 @@ def assert_step_matches_forward(backbone: torch.nn.Module, embedding_dim: int, *
         sizes = [t.numel() for t in _tensors(state)]
         for t in range(length):
             y_t, state = backbone.step(x[:, t], state)
-            torch.testing.assert_close(y_t, expected[:, t], rtol=0, atol=atol, msg=lambda m: f"step {t}: {m}")
+            torch.testing.assert_close(y_t, expected[:, t], rtol=0, atol=atol, msg=lambda m: f"step {t}: {m}")  # noqa: B023 (called in this iteration)
         if constant_memory:
             assert [t.numel() for t in _tensors(state)] == sizes, "recurrent state grew with the sequence"
 

@@ -10,8 +10,8 @@ import dataclasses
 import os
 import signal
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from omegaconf import DictConfig, OmegaConf
 

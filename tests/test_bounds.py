@@ -5,7 +5,7 @@ import dataclasses
 import io
 import os
 import typing
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from omegaconf import OmegaConf
@@ -78,7 +78,7 @@ def test_jobs_above_the_core_count_are_capped_with_one_line(tmp_path):
     artifact = small_artifact(["xlstm_1_0"])
     [run] = artifact.runs("smoke", [NO_TORCH])
     write_run_inputs(run_directory(run, tmp_path), run)  # done already: the sweep starts no worker
-    write_result(run_directory(run, tmp_path), run, {"val/scaled_accuracy": 0.5}, datetime.now(timezone.utc))
+    write_result(run_directory(run, tmp_path), run, {"val/scaled_accuracy": 0.5}, datetime.now(UTC))
     assert run_sweep(artifact, "smoke", jobs=1000, root=tmp_path, run_function=RECORD_RUN, overrides=[NO_TORCH],
                      console=console) == 0
     assert console.file.getvalue().count("--jobs 1000 is more than") == 2

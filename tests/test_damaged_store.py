@@ -4,10 +4,10 @@ bytes intact, counted as not done by the readers behind list and report, and rer
 import io
 import json
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Sequence
 
 import pytest
 from rich.console import Console
@@ -103,7 +103,7 @@ def finished_store(root: Path, overrides: Sequence[str]) -> list[Path]:
     for run in ARTIFACT.runs("smoke", overrides):
         run_dir = run_directory(run, root)
         write_run_inputs(run_dir, run)
-        write_result(run_dir, run, record_run(run.config, run_dir), datetime.now(timezone.utc))
+        write_result(run_dir, run, record_run(run.config, run_dir), datetime.now(UTC))
         run_dirs.append(run_dir)
     return run_dirs
 

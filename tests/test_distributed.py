@@ -15,8 +15,14 @@ from omegaconf import OmegaConf
 
 from experiments.config.configuration import ConfigError, compose_run_config
 from experiments.config.validation import validate_run_config
-from experiments.training.distribution import (batch_split, cluster_plugins, compile_network, compiles,
-                                               distributed_trainer_arguments, precision_and_strategy)
+from experiments.training.distribution import (
+    batch_split,
+    cluster_plugins,
+    compile_network,
+    compiles,
+    distributed_trainer_arguments,
+    precision_and_strategy,
+)
 from experiments.training.train import build_module, run_training
 from models.catalog import TRAINING_POLICIES, known_backbones, training_policy
 from models.registry import build_backbone
@@ -327,11 +333,10 @@ def test_lightning_runs_under_slurm_with_requeue_on_the_jobs_signal_at_a_step_bo
     configs/launcher/slurm.yaml asks sbatch for; nothing is launched."""
     import lightning as L
     from lightning.pytorch.plugins.environments import SLURMEnvironment
-
-    from experiments.training.requeue import RequeueAtStepBoundary, requeue_callbacks
-
     from lightning.pytorch.utilities.rank_zero import rank_zero_only
     from lightning_utilities.core.rank_zero import rank_zero_only as utilities_rank_zero_only
+
+    from experiments.training.requeue import RequeueAtStepBoundary, requeue_callbacks
 
     for rank in (rank_zero_only, utilities_rank_zero_only):  # the Trainer sets the process's rank, 3 here
         monkeypatch.setattr(rank, "rank", rank.rank)

@@ -10,8 +10,8 @@ import pytest
 from omegaconf import OmegaConf
 from rich.console import Console
 
-from experiments.config.artifacts import load_artifact
 from experiments.cli import main
+from experiments.config.artifacts import load_artifact
 from experiments.config.configuration import compose_run_config
 from experiments.sweeps.sweep import run_sweep
 

@@ -86,7 +86,7 @@ def test_the_cpu_peak_is_the_most_tensor_bytes_alive_at_once():
         product.relu().sum()  # inputs, product and its relu alive together: 3 x rows x 256 floats
 
     for rows in (100, 1000):
-        _, peak = peak_memory_bytes(lambda: three_alive(rows), torch.device("cpu"))
+        _, peak = peak_memory_bytes(lambda: three_alive(rows), torch.device("cpu"))  # noqa: B023 (called in this iteration)
         assert peak == pytest.approx(3 * rows * 256 * 4, rel=0.01)
 
 

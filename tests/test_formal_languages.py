@@ -14,8 +14,7 @@ import pytest
 import torch
 
 from tasks.formal_languages import FORMAL_LANGUAGE_TASKS, IGNORE_INDEX, get_task
-from tasks.formal_languages.data import make_examples
-from tasks.formal_languages.data import FormalLanguageDataModule, TrainingBatches
+from tasks.formal_languages.data import FormalLanguageDataModule, TrainingBatches, make_examples
 from tasks.spec import TaskSpec
 
 # Listing 1 of the paper, red (answer) tokens in <angle brackets>.

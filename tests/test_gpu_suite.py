@@ -19,8 +19,13 @@ from experiments.training.distribution import distributed_trainer_arguments
 from kernels import backends
 from tests import gpu_report
 from tests.gpu.test_gpu_kernels import REALISTIC_CLASSES, kernels_under_test
-from tests.gpu.training_runs import (FLOAT32_RUNS, MAX_STEPS, TrainingRun, model_configs, training_runs,
-                                     validation_losses)
+from tests.gpu.training_runs import (
+    MAX_STEPS,
+    TrainingRun,
+    model_configs,
+    training_runs,
+    validation_losses,
+)
 from tests.repository_copy import REPOSITORY_ROOT
 
 # pytest 9's junit XML (xunit2) of a GPU run, shortened: the suite's properties, passed, failed, errored, skipped, and

@@ -23,7 +23,6 @@ from kernels import backends, probe
 from kernels.probe import BackendProbeFailed
 from tests import kernel_fakes
 
-
 TINY_RUN = ["model=xlstm_1_0", "task=parity", "trainer.max_steps=3", "trainer.val_every_steps=3",
             "trainer.batch_size=4", "model.embedding_dim=16", "task.val_samples=8", "task.test_samples=8",
             "task.eval_max_length=48", "trainer.num_threads=1"]

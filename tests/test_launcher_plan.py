@@ -11,8 +11,14 @@ from rich.console import Console
 
 from experiments.config.artifacts import load_artifact
 from experiments.sweeps.compute_estimate import Accelerator
-from experiments.sweeps.launcher_plan import (MIN_MEMORY_PER_PROCESS_GB, check_processes, memory_gb, print_launcher_plan,
-                                              requeues, signal_lead_seconds)
+from experiments.sweeps.launcher_plan import (
+    MIN_MEMORY_PER_PROCESS_GB,
+    check_processes,
+    memory_gb,
+    print_launcher_plan,
+    requeues,
+    signal_lead_seconds,
+)
 from experiments.sweeps.sweep import load_launcher
 from experiments.sweeps.sweep import main as sweep_main
 

@@ -29,7 +29,6 @@ from kernels.linear_attention import (
 )
 from models.language_model import LanguageModel
 from models.linear_rnn.backbones import MODULES
-from models.registry import build_backbone
 from models.linear_rnn.config import (
     LANGUAGE_MODEL_PRESETS,
     TIED_EMBEDDINGS,
@@ -44,6 +43,7 @@ from models.linear_rnn.hgrn import HGRNLayer
 from models.linear_rnn.hgrn2 import HGRN2Layer
 from models.linear_rnn.retnet import MultiScaleRetention
 from models.linear_rnn.rwkv6 import TimeMix
+from models.registry import build_backbone
 
 B, S, NH, DK, DV = 2, 37, 3, 8, 5
 CHUNK_SIZES = [1, 5, 16, 64]  # 64 > S: one padded chunk

@@ -19,8 +19,7 @@ import pytest
 import torch
 import zstandard
 
-from tasks.lm import offline_corpus, pypi_assets
-from tasks.lm import token_cache
+from tasks.lm import offline_corpus, pypi_assets, token_cache
 from tasks.lm import tokenizer as tokenizer_module
 from tasks.lm.config import LMTaskConfig
 from tasks.lm.corpus import corpus_kind, document_batches
@@ -220,7 +219,7 @@ def test_an_offline_corpus_reads_gzipped_and_plain_files_as_documents(monkeypatc
     root = tmp_path / "Documentation"
     (root / "translations" / "it").mkdir(parents=True)
     (root / "admin").mkdir()
-    (root / "admin" / "a.rst.gz").write_bytes(gzip.compress("Kernel *docs*\n\nsecond line\n".encode()))
+    (root / "admin" / "a.rst.gz").write_bytes(gzip.compress(b"Kernel *docs*\n\nsecond line\n"))
     (root / "b.txt.gz").write_bytes(gzip.compress(b"plain text doc\n"))
     (root / "c.yaml.gz").write_bytes(gzip.compress(b"key: value\n"))
     (root / "translations" / "it" / "d.rst.gz").write_bytes(gzip.compress(b"Documentazione\n"))

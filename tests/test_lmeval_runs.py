@@ -74,7 +74,7 @@ def test_the_harness_multiple_choice_accuracy_is_the_argmax_of_our_summed_contin
     assert scores["acc_norm,none"] == pytest.approx(np.mean(correct_norm))
     for sample in results["samples"]["sample_choice"]:  # and each choice's log-likelihood itself
         question = CHOICE_QUESTIONS[sample["doc_id"]]
-        for (context, continuation), [(likelihood, _)] in zip(sample["arguments"], sample["resps"]):
+        for (_context, continuation), [(likelihood, _)] in zip(sample["arguments"], sample["resps"]):
             assert likelihood == pytest.approx(direct_log_likelihood(model, question["question"], continuation)[0],
                                                abs=1e-4)
 

@@ -90,7 +90,8 @@ def test_diagonal_ssm_kernel_equals_the_bilinear_discretisation_in_matrix_form()
     A_bar = torch.linalg.solve(identity - dt / 2 * A, identity + dt / 2 * A)
     B_bar = torch.linalg.solve(identity - dt / 2 * A, dt * torch.view_as_complex(ssm.B)[..., None])  # (H, N/2, 1)
     C = torch.view_as_complex(ssm.C)[:, None, :]  # (H, 1, N/2)
-    expected = torch.stack([2 * (C @ torch.linalg.matrix_power(A_bar, l) @ B_bar).real[:, 0, 0] for l in range(25)])
+    expected = torch.stack([2 * (C @ torch.linalg.matrix_power(A_bar, power) @ B_bar).real[:, 0, 0]
+                            for power in range(25)])
     torch.testing.assert_close(ssm.kernel(25), expected, rtol=0, atol=1e-12)
 
 

@@ -16,8 +16,14 @@ from tasks.lra.listops_reader import read_listops
 from tasks.lra.listops_tokens import TOKEN_IDS
 from tasks.lra.pathfinder_reader import read_pathfinder
 from tasks.lra.retrieval_reader import read_retrieval
-from tests.lra_fixtures import cifar_batch, listops_source, write_cifar, write_listops, write_pathfinder, \
-    write_retrieval
+from tests.lra_fixtures import (
+    cifar_batch,
+    listops_source,
+    write_cifar,
+    write_listops,
+    write_pathfinder,
+    write_retrieval,
+)
 
 
 def test_listops_sources_lose_their_parentheses_and_keep_operators_digits_and_brackets(tmp_path):

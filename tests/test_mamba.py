@@ -14,7 +14,6 @@ from models.registry import build_backbone
 from tests.backbone_contract import assert_causal, assert_step_matches_forward
 
 
-
 def _modeling_mamba():
     """transformers' Mamba module, the oracle (skips only the tests that need it when transformers is absent)."""
     return pytest.importorskip("transformers.models.mamba.modeling_mamba")

@@ -7,8 +7,13 @@ import re
 import pytest
 
 from experiments.sweeps import compute_estimate
-from experiments.sweeps.compute_estimate import (Accelerator, RunCompute, command_line_accelerator, estimate_text,
-                                                 measured_rates)
+from experiments.sweeps.compute_estimate import (
+    Accelerator,
+    RunCompute,
+    command_line_accelerator,
+    estimate_text,
+    measured_rates,
+)
 from experiments.sweeps.sweep import main as sweep_main
 from tests.sweep_fakes import small_artifact
 

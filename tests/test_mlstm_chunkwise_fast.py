@@ -6,8 +6,7 @@ import math
 import pytest
 import torch
 
-from kernels.mlstm import MLSTMState, chunkwise, parallel
-from kernels.mlstm import chunkwise_fast
+from kernels.mlstm import MLSTMState, chunkwise, chunkwise_fast, parallel
 from kernels.mlstm.chunkwise_fast import ChunkwiseMLSTM
 
 B, NH, DH = 2, 2, 8

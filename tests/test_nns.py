@@ -15,8 +15,8 @@ import torch
 from scipy import stats
 
 from experiments.config.configuration import ConfigError, compose_run_config
-from experiments.training.train import run_training
 from experiments.config.validation import task_problems, validate_run_config
+from experiments.training.train import run_training
 from models.registry import build_backbone
 from tasks.fixed_sets import TEST_STREAM, TRAIN_STREAM, VALIDATION_STREAM
 from tasks.nns import NNSTaskConfig, generate

@@ -16,8 +16,14 @@ from experiments.reports.kinds import report_figure
 from experiments.reports.report import cell_table, run_table
 from experiments.reports.report_text import cells_markdown
 from experiments.sweeps.run_execution import execute_run
-from experiments.sweeps.run_store import DIVERGED_AT_METRIC, DIVERGED_METRIC, ERROR_FILE, RESULT_FILE, \
-    finished_result, run_directory
+from experiments.sweeps.run_store import (
+    DIVERGED_AT_METRIC,
+    DIVERGED_METRIC,
+    ERROR_FILE,
+    RESULT_FILE,
+    finished_result,
+    run_directory,
+)
 from experiments.sweeps.status import COLUMNS, list_artifacts
 from tests.sweep_fakes import EXECUTIONS, NON_FINITE_RUN, RECORD_RUN, count_lines
 from tests.test_damaged_store import ARTIFACT, finished_store, moved_aside, warnings_naming
@@ -32,7 +38,7 @@ def set_metric(run_dir, name: str, json_value: str, **more: float) -> None:
     """Rewrite result.json with ``name`` set to a JSON literal (json.dumps writes NaN and Infinity so too)."""
     result = json.loads((run_dir / RESULT_FILE).read_text())
     result["metrics"] |= {name: 0.0} | more
-    (run_dir / RESULT_FILE).write_text(json.dumps(result).replace('"%s": 0.0' % name, f'"{name}": {json_value}'))
+    (run_dir / RESULT_FILE).write_text(json.dumps(result).replace(f'"{name}": 0.0', f'"{name}": {json_value}'))
 
 
 def list_counts(root) -> dict[str, str]:

@@ -15,8 +15,13 @@ import torch
 import torch.nn.functional as F
 
 from experiments.evaluation.paloma_likelihoods import document_likelihoods
-from experiments.evaluation.paloma_scores import (AVERAGE_COLUMNS, TABLES, source_perplexities,
-                                                  subdomain_perplexities, table_columns)
+from experiments.evaluation.paloma_scores import (
+    AVERAGE_COLUMNS,
+    TABLES,
+    source_perplexities,
+    subdomain_perplexities,
+    table_columns,
+)
 from experiments.paths import REPOSITORY_ROOT
 from models.registry import build_language_model_from
 from tasks.lm.paloma import SOURCES, read_documents

@@ -6,8 +6,7 @@ import pandas as pd
 import pytest
 
 from experiments.cli import main as cli_main
-from experiments.config.artifacts import load_artifact
-from experiments.config.artifacts import SCALES
+from experiments.config.artifacts import SCALES, load_artifact
 from experiments.reports.committed_runs import committed_path
 from experiments.reports.paper_columns import number_columns, paper_columns_of, paper_columns_problems
 from experiments.reports.paper_numbers import paper_numbers_of

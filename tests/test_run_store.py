@@ -283,7 +283,7 @@ def test_of_concurrent_takers_of_a_stale_claim_exactly_one_wins(tmp_path):
         start = threading.Barrier(takers)
         claims = []
 
-        def take():
+        def take(start=start, claims=claims, run_dir=run_dir):  # this round's, bound now
             start.wait()
             claims.append(claim_run(run_dir, stale_after_seconds=60))
 

@@ -11,7 +11,6 @@ from models.rwkv4.config import LANGUAGE_MODEL_PRESETS, TIED_EMBEDDINGS
 from tests.backbone_contract import assert_causal, assert_step_matches_forward
 
 
-
 def _modeling_rwkv():
     """transformers' RWKV module, the oracle (skips only the tests that need it when transformers is absent)."""
     return pytest.importorskip("transformers.models.rwkv.modeling_rwkv")

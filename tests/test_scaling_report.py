@@ -15,8 +15,8 @@ from experiments.reports.kinds import scaling_figure
 from experiments.reports.paper_tables import paper_table
 from experiments.reports.power_laws import PowerLaw, fit_power_law, formula, power_laws_markdown, scaling_lines
 from experiments.reports.report import write_report
-from experiments.sweeps.sweep import run_sweep
 from experiments.run_metrics import PARAMETERS_METRIC
+from experiments.sweeps.sweep import run_sweep
 from experiments.training.parameter_count import parameters_of_config
 from tests.sweep_fakes import PERPLEXITY_RUN
 
@@ -129,7 +129,7 @@ def test_the_mini_scale_plans_three_sizes_of_two_models_with_the_papers_rates():
         assert run.config.optim.lr == rates[(model, {64: "125m", 128: "350m", 192: "760m"}[width])]
         counts.setdefault(model, {})[width] = parameters_of_config(run.config)
     assert sorted(counts) == ["llama", "xlstm_1_0"]
-    for model, by_width in counts.items():
+    for by_width in counts.values():
         assert sorted(by_width) == [64, 128, 192] and sorted(by_width.values()) == [by_width[w] for w in (64, 128, 192)]
 
 

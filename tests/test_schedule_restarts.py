@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from experiments.config.validation import validate_run_config
 from experiments.config.configuration import compose_run_config
+from experiments.config.validation import validate_run_config
 from experiments.training.optimizer import configure_adamw
 from experiments.training.schedules import warmup_cosine_factor
 

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -23,8 +23,15 @@ from experiments.sweeps.claims import heartbeat_seconds_for, holding
 from experiments.sweeps.run_store import RESULT_FILE, claim_run, write_result, write_run_inputs
 from experiments.sweeps.slurm_jobs import JOB_FILE
 from experiments.sweeps.sweep import run_sweep
-from tests.slurm_runs import (DYING_RUN, EXIT_MODEL_VARIABLE, PREPARATION_SECONDS_VARIABLE, STEP_SECONDS_VARIABLE,
-                              USR1_VARIABLE, attempts, reference_weights)
+from tests.slurm_runs import (
+    DYING_RUN,
+    EXIT_MODEL_VARIABLE,
+    PREPARATION_SECONDS_VARIABLE,
+    STEP_SECONDS_VARIABLE,
+    USR1_VARIABLE,
+    attempts,
+    reference_weights,
+)
 from tests.sweep_fakes import EXECUTIONS, RECORD_RUN, count_lines, small_artifact
 from tests.test_sweep import NO_TORCH, wait_until
 
@@ -243,7 +250,7 @@ def test_the_ranks_of_a_job_that_lost_the_claim_exit_with_rank_0_and_a_run_finis
             wait_until(lambda: "waiting for 1 runs that other workers hold" in log.read_text(), timeout_seconds=120)
             assert fake_slurm.jobs()[0]["state"] == "COMPLETED" and attempts(run_dir) == []  # no rank trained
             write_run_inputs(run_dir, run)  # the other worker finishes the run, then releases it
-            write_result(run_dir, run, {"val/scaled_accuracy": 1.0}, datetime.now(timezone.utc))
+            write_result(run_dir, run, {"val/scaled_accuracy": 1.0}, datetime.now(UTC))
         sweep_process.wait(timeout=120)
     finally:
         if sweep_process.poll() is None:
@@ -382,7 +389,7 @@ def test_a_lightning_run_signalled_at_random_moments_requeues_and_ends_as_the_un
         root, log = tmp_path / f"signalled-{seed}", tmp_path / f"signalled-{seed}.log"
         sweep_process = lightning_sweep(root, log)
         try:
-            wait_until(lambda: len(fake_slurm.jobs()) == seed + 2 and len(fake_slurm.jobs()[-1]["task_pids"]) == 2
+            wait_until(lambda: len(fake_slurm.jobs()) == seed + 2 and len(fake_slurm.jobs()[-1]["task_pids"]) == 2  # noqa: B023 (called in this iteration)
                        and all(catches(pid, signal.SIGUSR1) for pid in fake_slurm.jobs()[-1]["task_pids"]))
             time.sleep(delay)
             for rank in ranks:

@@ -7,8 +7,8 @@ import transformers
 from transformers.models.llama import modeling_llama
 
 from models.language_model import LanguageModel
-from models.transformers.backbones import MODULES
 from models.registry import build_backbone
+from models.transformers.backbones import MODULES
 from models.transformers.config import LANGUAGE_MODEL_PRESETS, TIED_EMBEDDINGS, GPT3Config, LlamaConfig
 from tests.backbone_contract import assert_causal, assert_step_matches_forward
 

@@ -74,9 +74,10 @@ def test_backbone_is_causal(ratio):
 
 def test_initialisation_matches_the_official_scheme():
     pytest.importorskip("xlstm")
+    from xlstm import xLSTMBlockStack
+
     from models.xlstm.official import from_official
     from tests.official_models import official_config
-    from xlstm import xLSTMBlockStack
 
     torch.manual_seed(0)
     official = xLSTMBlockStack(official_config("xlstm_1_1", embedding_dim=64, context_length=8))

@@ -3,9 +3,10 @@
 import dataclasses
 import itertools
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import yaml
 from omegaconf import OmegaConf

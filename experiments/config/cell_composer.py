@@ -17,8 +17,12 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
 from experiments.config import compose_cache
-from experiments.config.configuration import compose_run_config, compose_unresolved, resolve_interpolations, \
-    with_size_preset
+from experiments.config.configuration import (
+    compose_run_config,
+    compose_unresolved,
+    resolve_interpolations,
+    with_size_preset,
+)
 from experiments.config.override_kinds import KEY, key_override, override_kind, override_kinds
 from experiments.config.plain_config import copied, value_at
 from experiments.config.size_presets import SIZE_KEY

@@ -17,7 +17,8 @@ import functools
 import math
 import types
 import typing
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 BOUNDS = {"at_least": ">=", "above": ">", "at_most": "<="}
 

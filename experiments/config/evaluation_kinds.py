@@ -16,8 +16,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
-from experiments.config.config_schema import section_problems
 from experiments.config.bounds import BATCH, EVALUATED_TOKENS, LENGTH, MAX_MEMORY_MIB, SAMPLES
+from experiments.config.config_schema import section_problems
 from tasks.registry import TEXT
 
 PALOMA = TEXT.paloma

@@ -8,9 +8,21 @@ backbone's own config dataclass (models.catalog).
 from dataclasses import dataclass, field
 from typing import Literal
 
-from experiments.config.bounds import (BATCH, CLIP_NORM, MAX_BLOCKS, MAX_DEVICES, MAX_EMBEDDING_DIM, MAX_NODES,
-                                       MAX_THREADS, NOT_NEGATIVE_RATE, RATE, SEED, SLEEP_SECONDS, STEPS,
-                                       STEPS_FROM_ZERO)
+from experiments.config.bounds import (
+    BATCH,
+    CLIP_NORM,
+    MAX_BLOCKS,
+    MAX_DEVICES,
+    MAX_EMBEDDING_DIM,
+    MAX_NODES,
+    MAX_THREADS,
+    NOT_NEGATIVE_RATE,
+    RATE,
+    SEED,
+    SLEEP_SECONDS,
+    STEPS,
+    STEPS_FROM_ZERO,
+)
 
 # Lightning's precision strings (lightning.fabric.connector._PRECISION_INPUT_STR), accelerators and strategies
 # (its StrategyRegistry), copied so that a config is checked without importing Lightning; a test keeps them equal.

@@ -22,8 +22,8 @@ import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
 
 from experiments.config.evaluation_kinds import ContextExtrapolationSettings
-from experiments.evaluation.trained_models import precision_context, trained_language_model
 from experiments.evaluation.peak_memory import peak_memory_bytes
+from experiments.evaluation.trained_models import precision_context, trained_language_model
 from experiments.training.train import training_checkpoint
 from models.chunked_forward import chunked_logits, state_grows
 from tasks.registry import validation_sequences as task_validation_sequences
@@ -46,7 +46,7 @@ def run_context_extrapolation(config: DictConfig, run_dir: Path) -> dict[str, fl
 
         def score() -> float:
             with torch.no_grad(), precision_context(settings.precision, device):
-                return negative_log_likelihood(model, batch_inputs, batch_targets, chunk)
+                return negative_log_likelihood(model, batch_inputs, batch_targets, chunk)  # noqa: B023 (called in this iteration)
 
         nll, used = peak_memory_bytes(score, device)
         total, peak = total + nll, max(peak, used)

@@ -33,10 +33,10 @@ from omegaconf import DictConfig, OmegaConf
 from torch.utils._pytree import tree_leaves
 
 from experiments.config.evaluation_kinds import DecodingThroughputSettings, GenerationTimeSettings
+from experiments.config.run_schema import INITIAL
 from experiments.evaluation.peak_memory import peak_memory_bytes
 from experiments.evaluation.trained_models import trained_language_model
 from experiments.run_metrics import PARAMETERS_METRIC
-from experiments.config.run_schema import INITIAL
 from experiments.training.train import training_checkpoint
 from models.generation import greedy_generate, initial_state, needed_capacity
 

@@ -24,11 +24,11 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Iterator
 
 CLAIM_FILE = "claim.json"
 DEFAULT_STALE_AFTER_SECONDS = 300.0
@@ -161,7 +161,7 @@ def claim_holder(token: str) -> dict:
         "pid": os.getpid(),
         "process_start_ticks": process_start_ticks(os.getpid()),
         "token": token,
-        "started": datetime.now(timezone.utc).isoformat(),
+        "started": datetime.now(UTC).isoformat(),
     } | ({"slurm_job": job, "slurm_attempt": attempt} if job is not None else {})
 
 

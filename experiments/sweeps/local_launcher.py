@@ -18,7 +18,7 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from multiprocessing.synchronize import Event
@@ -128,7 +128,7 @@ def died_outcome(worker: Worker, root: Path) -> RunOutcome:
     if finished_result(run_dir) is not None:
         return RunOutcome("done", run_dir)
     error = RuntimeError(f"its worker process died while the run was in flight ({exit_description(worker.process.exitcode)})")
-    return record_failure(worker.run, run_dir, error, datetime.now(timezone.utc))
+    return record_failure(worker.run, run_dir, error, datetime.now(UTC))
 
 
 def exit_description(exitcode: int | None) -> str:

@@ -13,11 +13,11 @@ from the ports of Lightning's rendezvous (15000 + the job id's last four digits)
 import json
 import os
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Iterator
 
 from experiments.sweeps.run_outcome import RunOutcome
 

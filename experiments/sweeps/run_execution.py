@@ -7,19 +7,24 @@ no temporary file is left behind."""
 import importlib
 import os
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Iterator
 
 from omegaconf import DictConfig, OmegaConf
 
+from experiments import run_kinds
 from experiments.atomic import temporary_prefix
 from experiments.config.artifacts import PlannedRun
-from experiments import run_kinds
 from experiments.stop_signals import Stopped
-from experiments.sweeps.claims import (CLAIM_FILE, DEFAULT_STALE_AFTER_SECONDS, heartbeat_seconds_for, holding,
-                                       read_claim)
+from experiments.sweeps.claims import (
+    CLAIM_FILE,
+    DEFAULT_STALE_AFTER_SECONDS,
+    heartbeat_seconds_for,
+    holding,
+    read_claim,
+)
 from experiments.sweeps.run_outcome import RunOutcome
 from experiments.sweeps.run_store import (
     CELL_FILE,
@@ -91,7 +96,7 @@ def skipped_outcome(run_dir: Path) -> RunOutcome:
 
 def train_and_record(run: PlannedRun, run_dir: Path, run_function: str) -> RunOutcome:
     """Train the run; error.json for a failure, or for a stop signal (then raised on: its worker stops), naming it."""
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     try:
         write_run_inputs(run_dir, run)
         with output_to(run_dir / OUTPUT_FILE):

@@ -24,9 +24,10 @@ import socket
 import sys
 import traceback
 import uuid
-from datetime import datetime, timezone
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from experiments.atomic import write_text_atomic
 from experiments.config.artifacts import PlannedRun
@@ -129,7 +130,7 @@ def write_error(run_dir: Path, run: PlannedRun, error: BaseException, started: d
 
 
 def run_record(run: PlannedRun, started: datetime) -> dict:
-    finished = datetime.now(timezone.utc)
+    finished = datetime.now(UTC)
     return {
         "run_id": run.run_id,
         "artifact": run.artifact,
@@ -255,7 +256,7 @@ def check_run_id(content: dict, run_dir: Path) -> None:
 def move_aside(path: Path, data: bytes, problem: str) -> None:
     """Rename the damaged file (``data`` is what was read of it) to a unique ``<name>.damaged-<time>-<tag>`` and
     warn. Of processes finding the same damaged file one renames it and warns; to the others it is gone."""
-    moved = path.with_name(f"{path.name}{DAMAGED_SUFFIX}{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}")
+    moved = path.with_name(f"{path.name}{DAMAGED_SUFFIX}{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}")
     try:
         os.rename(path, moved)
     except FileNotFoundError:

@@ -14,7 +14,7 @@ it again, with SLURM_RESTART_COUNT one higher.
 import json
 import subprocess
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from submitit.slurm.slurm import read_job_id
@@ -44,7 +44,7 @@ class SubmittedJob:
 
 def record_job(run_dir: Path, job_id: str, logs: Path) -> SubmittedJob:
     """Write the run's slurm_job.json (its directory is made if the run has not started yet)."""
-    job = SubmittedJob(job_id, datetime.now(timezone.utc).isoformat(), str(logs))
+    job = SubmittedJob(job_id, datetime.now(UTC).isoformat(), str(logs))
     write_json(run_dir / JOB_FILE, asdict(job))
     return job
 

@@ -16,11 +16,11 @@ submits none of them again (it skips every run whose job is queued or running).
 import os
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -33,8 +33,14 @@ from experiments.sweeps.manifest import Manifest, launch_directory, write_manife
 from experiments.sweeps.run_execution import skipped_outcome
 from experiments.sweeps.run_outcome import RunOutcome
 from experiments.sweeps.run_store import ERROR_FILE, divergence_note, failure_message, finished_result, run_directory
-from experiments.sweeps.slurm_jobs import (SchedulerUnavailable, SubmittedJob, final_states, queued_or_running,
-                                           record_job, recorded_job)
+from experiments.sweeps.slurm_jobs import (
+    SchedulerUnavailable,
+    SubmittedJob,
+    final_states,
+    queued_or_running,
+    record_job,
+    recorded_job,
+)
 
 POLL_SECONDS = 60.0  # between squeue calls while a sweep waits (a scheduler serves many users)
 SLURM_TARGET = "SlurmLauncher"

@@ -5,8 +5,8 @@ import argparse
 import re
 import sys
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import pandas as pd
 from rich import box
@@ -15,16 +15,24 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from experiments.config.artifacts import (SCALES, Artifact, PlannedRun, artifact_files, check_scale, known_artifacts,
-                                         load_artifact, override_value)
+from experiments.config.artifacts import (
+    SCALES,
+    Artifact,
+    PlannedRun,
+    artifact_files,
+    check_scale,
+    known_artifacts,
+    load_artifact,
+    override_value,
+)
 from experiments.config.run_schema import INITIAL
 from experiments.config.titles import title_of
 from experiments.paths import REPORTS, checked_folder
 from experiments.sweeps.claims import DEFAULT_STALE_AFTER_SECONDS
 from experiments.sweeps.compute_estimate import Accelerator, RunCompute, estimate_text, run_compute
 from experiments.sweeps.run_outcome import RunOutcome
-from experiments.sweeps.run_subset import parse_where, same_value
 from experiments.sweeps.run_store import DIVERGED_METRIC, RUN_STORE, run_directory, run_status, runs_frame, store_frame
+from experiments.sweeps.run_subset import parse_where, same_value
 from experiments.sweeps.training_runs import training_sweep_command
 
 COLUMNS = ["runs", "done", "committed", "diverged", "failed", "running", "damaged", "missing", "n/a", "other"]

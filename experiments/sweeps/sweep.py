@@ -15,8 +15,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from omegaconf import OmegaConf
 from rich.console import Console
@@ -33,11 +33,26 @@ from experiments.sweeps.local_launcher import run_locally
 from experiments.sweeps.manifest import Manifest, launch_directory, write_manifest
 from experiments.sweeps.run_execution import DEFAULT_RUN_FUNCTION, describe_os_error, skipped_outcome
 from experiments.sweeps.run_outcome import RunOutcome
+from experiments.sweeps.run_store import (
+    ERROR_FILE,
+    RUN_STORE,
+    divergence_note,
+    failure_message,
+    finished_result,
+    run_directory,
+    run_status,
+)
 from experiments.sweeps.run_subset import parse_where, runs_where
-from experiments.sweeps.run_store import (ERROR_FILE, RUN_STORE, divergence_note, failure_message, finished_result,
-                                          run_directory, run_status)
-from experiments.sweeps.slurm_sweep import (POLL_SECONDS, TrackedRun, is_slurm, jobs_in_queue, print_queued,
-                                            print_submitted, queued_outcomes, run_on_slurm)
+from experiments.sweeps.slurm_sweep import (
+    POLL_SECONDS,
+    TrackedRun,
+    is_slurm,
+    jobs_in_queue,
+    print_queued,
+    print_submitted,
+    queued_outcomes,
+    run_on_slurm,
+)
 from experiments.sweeps.status import print_plan, print_summary
 from experiments.sweeps.training_runs import training_run_problem, training_sweep_command
 

@@ -6,8 +6,8 @@ the training runs and the command that makes them); the evaluation itself checks
 (experiments.training.train.training_checkpoint)."""
 
 import shlex
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from experiments.config.artifacts import override_value
 from experiments.config.run_schema import INITIAL

@@ -7,7 +7,8 @@ validation scaled accuracy (a regression: validation MSE)."""
 
 import sys
 import time
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 from lightning.pytorch.callbacks import ProgressBar
 from tqdm import tqdm

@@ -15,8 +15,15 @@ from experiments.config.validation import backbone_options, validate_run_config
 from experiments.run_metrics import PARAMETERS_METRIC, count_parameters
 from experiments.sweeps.run_store import DIVERGED_AT_METRIC, DIVERGED_METRIC, finished_result
 from experiments.sweeps.training_runs import evaluated_checkpoints, named, training_directory, training_run_problem
-from experiments.training.checkpoints import (LAST, AtomicCheckpointIO, RunConfigInCheckpoint, checkpoint_callbacks,
-                                              checkpoint_damage, resume_point, resumed_config_yaml)
+from experiments.training.checkpoints import (
+    LAST,
+    AtomicCheckpointIO,
+    RunConfigInCheckpoint,
+    checkpoint_callbacks,
+    checkpoint_damage,
+    resume_point,
+    resumed_config_yaml,
+)
 from experiments.training.data import build_datamodule
 from experiments.training.distribution import cluster_plugins, compile_network, distributed_trainer_arguments
 from experiments.training.divergence import StopWhenDiverged
@@ -26,7 +33,6 @@ from experiments.training.progress import StepProgressBar
 from experiments.training.requeue import requeue_callbacks
 from experiments.training.resumed_metrics import keep_rows_before
 from models.registry import build_backbone, build_language_model_from
-
 
 FAIL_AFTER_STEPS_VARIABLE = "XLSTM_SUITE_FAIL_AFTER_STEPS"
 

@@ -1,6 +1,6 @@
 """`xlstm-suite train <overrides>`: one run, recorded in the run store like a sweep's run."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -11,8 +11,17 @@ from experiments.config.validation import validate_run_config
 from experiments.paths import checked_folder
 from experiments.stop_signals import Stopped
 from experiments.sweeps.claims import heartbeat_seconds_for, holding
-from experiments.sweeps.run_store import DEFAULT_STALE_AFTER_SECONDS, RESULT_FILE, RUN_STORE, claim_run, \
-    finished_result, run_directory, write_error, write_result, write_run_inputs
+from experiments.sweeps.run_store import (
+    DEFAULT_STALE_AFTER_SECONDS,
+    RESULT_FILE,
+    RUN_STORE,
+    claim_run,
+    finished_result,
+    run_directory,
+    write_error,
+    write_result,
+    write_run_inputs,
+)
 
 AD_HOC = "adhoc"  # scale and artifact of runs started outside a sweep
 
@@ -41,7 +50,7 @@ def train_command(overrides: list[str], root: Path = RUN_STORE) -> int:
         return 1
     from experiments.training.train import run_training  # imports Lightning: only once the config is known to be good
 
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     with holding(claim, heartbeat_seconds_for(DEFAULT_STALE_AFTER_SECONDS)):
         try:
             write_run_inputs(run_dir, run)

@@ -9,8 +9,13 @@ and state n of N (A diagonal per channel, B_t and C_t shared by the channels). B
 import torch
 
 from kernels.backends import resolve
-from kernels.selective_scan import mamba_ssm_backend, parallel, probe_cases, recurrent  # noqa: F401  (register the backends)
-from kernels.selective_scan import triton  # noqa: F401  (registers backend "triton"; triton is imported on first use)
+from kernels.selective_scan import (  # noqa: F401  (register the backends)
+    mamba_ssm_backend,
+    parallel,
+    probe_cases,
+    recurrent,
+    triton,  # noqa: F401  (registers backend "triton"; triton is imported on first use)
+)
 from kernels.selective_scan.checks import check_chunk_size, check_inputs
 
 

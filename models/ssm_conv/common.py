@@ -9,7 +9,8 @@ N(0, 0.02) with zero bias, the MLP's output projection (and the mixer's where th
 """
 
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 from torch import nn

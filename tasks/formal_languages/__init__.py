@@ -6,7 +6,8 @@
 (`FormalLanguageDataModule`).
 """
 
-from tasks.formal_languages.base import GROUPS, IGNORE_INDEX, FormalLanguageTask
+from tasks.formal_languages.base import GROUPS, FormalLanguageTask
 from tasks.formal_languages.registry import FORMAL_LANGUAGE_TASKS, get_task
+from tasks.spec import IGNORE_INDEX
 
 __all__ = ["FORMAL_LANGUAGE_TASKS", "GROUPS", "IGNORE_INDEX", "FormalLanguageTask", "get_task"]

@@ -14,7 +14,7 @@ import abc
 
 import numpy as np
 
-from tasks.spec import IGNORE_INDEX, TaskSpec
+from tasks.spec import TaskSpec
 
 PAD = "[PAD]"
 ACT = "[ACT]"

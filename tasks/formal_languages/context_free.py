@@ -7,11 +7,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tasks.formal_languages.base import (ACT, PAD, SymbolTransduction, FormalLanguageTask, assemble,
-                                         concatenate, constant_piece, gather_rows, length_mask,
-                                         shuffled_positions, single_token_piece)
-from tasks.formal_languages.regular import (ARITHMETIC_TOKENS, DIGITS, MINUS, MODULUS, OPERATORS, PLUS,
-                                            evaluate_modular)
+from tasks.formal_languages.base import (
+    ACT,
+    PAD,
+    FormalLanguageTask,
+    SymbolTransduction,
+    assemble,
+    concatenate,
+    constant_piece,
+    gather_rows,
+    length_mask,
+    shuffled_positions,
+    single_token_piece,
+)
+from tasks.formal_languages.regular import ARITHMETIC_TOKENS, DIGITS, MINUS, MODULUS, OPERATORS, PLUS, evaluate_modular
 
 
 @dataclass

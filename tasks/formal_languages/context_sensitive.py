@@ -8,9 +8,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.formal_languages.base import (ACT, PAD, FormalLanguageTask, SymbolTransduction, assemble,
-                                         constant_piece, gather_rows, length_mask, shuffled_positions,
-                                         single_token_piece, symbol_tokens)
+from tasks.formal_languages.base import (
+    ACT,
+    PAD,
+    FormalLanguageTask,
+    SymbolTransduction,
+    assemble,
+    constant_piece,
+    gather_rows,
+    length_mask,
+    shuffled_positions,
+    single_token_piece,
+    symbol_tokens,
+)
 
 
 class BucketSort(FormalLanguageTask):

@@ -10,8 +10,14 @@ from collections import Counter
 
 import numpy as np
 
-from tasks.formal_languages.base import (PAD, FormalLanguageTask, assemble, length_mask, single_token_piece,
-                                         symbol_tokens)
+from tasks.formal_languages.base import (
+    PAD,
+    FormalLanguageTask,
+    assemble,
+    length_mask,
+    single_token_piece,
+    symbol_tokens,
+)
 
 
 def symbol_counts(symbols: np.ndarray, lengths: np.ndarray, vocab_size: int) -> np.ndarray:

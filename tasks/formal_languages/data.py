@@ -15,10 +15,10 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset
 
 from tasks.evaluation_loader import evaluation_loader
-from tasks.formal_languages.base import IGNORE_INDEX, FormalLanguageTask
+from tasks.formal_languages.base import FormalLanguageTask
 from tasks.formal_languages.config import FormalLanguageTaskConfig
 from tasks.formal_languages.registry import get_task
-from tasks.spec import TaskSpec
+from tasks.spec import IGNORE_INDEX, TaskSpec
 from tasks.training_position import TrainingPosition, micro_batch_size, training_position
 
 TRAIN_STREAM, VALIDATION_STREAM, TEST_STREAM = 0, 1, 2  # second entry of the seed sequence

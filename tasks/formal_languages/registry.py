@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from tasks.formal_languages.base import FormalLanguageTask
-from tasks.formal_languages.context_free import (ModularArithmeticBrackets, ReverseString, SolveEquation,
-                                                 StackManipulation)
+from tasks.formal_languages.context_free import (
+    ModularArithmeticBrackets,
+    ReverseString,
+    SolveEquation,
+    StackManipulation,
+)
 from tasks.formal_languages.context_sensitive import BucketSort, MissingDuplicate, OddsFirst, OrderedSet, Repetition
 from tasks.formal_languages.counting import Majority, MajorityCount
 from tasks.formal_languages.regular import CycleNavigation, EvenPairs, ModularArithmetic, Parity

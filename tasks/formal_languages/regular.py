@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.formal_languages.base import (PAD, FormalLanguageTask, assemble, constant_piece, gather_rows,
-                                         length_mask, single_token_piece)
+from tasks.formal_languages.base import (
+    PAD,
+    FormalLanguageTask,
+    assemble,
+    constant_piece,
+    gather_rows,
+    length_mask,
+    single_token_piece,
+)
 
 MODULUS = 5  # the numbers of every arithmetic task are 0..4 (|V| minus the special tokens, Appendix B.1.1)
 DIGITS = tuple(str(value) for value in range(MODULUS))

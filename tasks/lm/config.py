@@ -7,8 +7,8 @@ from typing import Literal
 
 from tasks.lm.corpus import corpus_problems
 from tasks.lm.token_frequency import bucket_labels, edges_problems
-from tasks.lm.wikitext import DOCUMENT_LAYOUTS
 from tasks.lm.tokenizer import MODEL_VOCABULARY, TOKENIZERS
+from tasks.lm.wikitext import DOCUMENT_LAYOUTS
 from tasks.spec import TaskSpec
 
 

@@ -18,8 +18,8 @@ from tasks.evaluation_loader import evaluation_loader
 from tasks.lm.config import LMTaskConfig
 from tasks.lm.sequences import BucketedSequences, EvaluationSequences, TokenWindows, TrainingBatches
 from tasks.lm.splits import PARTS, part_source
-from tasks.lm.token_frequency import token_buckets
 from tasks.lm.token_cache import cached_tokens
+from tasks.lm.token_frequency import token_buckets
 from tasks.lm.training_order import TrainingOrder
 from tasks.training_position import micro_batch_size, training_position
 

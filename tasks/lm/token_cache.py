@@ -28,8 +28,8 @@ import json
 import os
 import sys
 import time
-from contextlib import contextmanager
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from itertools import chain
 from pathlib import Path
 
@@ -38,9 +38,9 @@ from tqdm import tqdm
 
 from tasks.data_cache import cache_folder
 from tasks.lm.corpus import document_batches
-from tasks.lm.wikitext import DOCUMENT_LAYOUTS
 from tasks.lm.tokenizer import TOKENIZERS, encoding, tokenizer
 from tasks.lm.whole_file import whole_file, write_whole
+from tasks.lm.wikitext import DOCUMENT_LAYOUTS
 
 TOKEN_DTYPE = np.uint16  # GPT-2's 50,257 ids fit
 FORMAT_VERSION = 1  # part of the key: bump it when the same settings give another stream

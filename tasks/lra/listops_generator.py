@@ -24,7 +24,6 @@ from __future__ import annotations
 import numpy as np
 
 from tasks.lra.listops_config import generation_problems
-
 from tasks.lra.listops_tokens import CLOSE_ID, OPERATOR_IDS
 from tasks.lra.sets import RaggedTokens, TokenSequenceSet
 

@@ -6,7 +6,6 @@ from typing import Literal
 from tasks.lra.source import GENERATED, GeneratedSetsFields, source_problems
 from tasks.spec import TaskSpec
 
-
 RELEASE_SIDE = 32
 MIN_SIDE = 16
 

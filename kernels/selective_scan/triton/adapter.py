@@ -40,7 +40,7 @@ def selective_scan_triton(x, dt, A, B, C, D, *, initial_state, return_state, chu
         if reason not in _warned:
             _warned.add(reason)
             warnings.warn(f"backend 'triton' cannot run selective_scan with {reason}; using the torch backend",
-                          RuntimeWarning)
+                          RuntimeWarning, stacklevel=2)
         return selective_scan_parallel(x, dt, A, B, C, D, initial_state=initial_state, return_state=return_state,
                                        chunk_size=chunk_size)
     from kernels.selective_scan.triton.function import SelectiveScanTriton, choose_tiling, saves_chunk_starts

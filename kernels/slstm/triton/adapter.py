@@ -37,7 +37,8 @@ def _torch_fallback(reason: str, device: torch.device):
     """The torch backend of the scan, warning once per reason."""
     if reason not in _warned:
         _warned.add(reason)
-        warnings.warn(f"backend 'triton' cannot run slstm.scan with {reason}; using the torch backend", RuntimeWarning)
+        warnings.warn(f"backend 'triton' cannot run slstm.scan with {reason}; using the torch backend", RuntimeWarning,
+                      stacklevel=2)
     return resolve("slstm.scan", "torch", device)
 
 

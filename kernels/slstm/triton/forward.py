@@ -47,7 +47,7 @@ def _forward_kernel(
     state_previous = (rows * (seq_len + 1) * num_heads + head) * head_dim  # into H, C, N, M at index t
     preactivation_row = (rows * seq_len * 4 * num_heads + head) * head_dim  # gate i
     wx_row = wx + rows * stride_wx_batch + head * stride_wx_head  # gate i
-    for t in range(seq_len):
+    for _ in range(seq_len):  # one time step per iteration
         state_current = state_previous + head_stride  # index t + 1
         for out_start in range(0, head_dim, BLOCK_D):
             out_dims = out_start + lanes  # (BLOCK_D,)
