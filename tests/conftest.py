@@ -1,17 +1,30 @@
-"""Test-wide settings: the sweep runner's fixture artifact is found through XLSTM_SUITE_ARTIFACTS, and the disk caches
-of composed configs and of generated task data are off (each test composes and generates what it uses; tests of a
-cache switch it on). All are inherited by the sweep subprocesses the tests start. ``artifact_folder``: a folder for a
-test's own artifacts, found besides the fixtures."""
+"""Test-wide settings: the sweep runner's fixture artifact is found through XLSTM_SUITE_ARTIFACTS; composed configs
+and planned grids are cached in a folder of the test session's own (shared by its xdist workers and the sweeps they
+start, removed at the end: a grid that several tests plan is composed once; the user's cache is never read); the
+disk cache of generated task data is off (each test generates what it uses). Tests that count composes switch the
+compose cache off (tests/test_cell_composer.py), tests of a cache give it a folder of their own. All are inherited
+by the subprocesses the tests start. ``artifact_folder``: a folder for a test's own artifacts, found besides the
+fixtures."""
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
+SESSION_CACHE = "XLSTM_SUITE_TEST_SESSION_CACHE"  # set by the process that made the folder (xdist's controller)
 os.environ["XLSTM_SUITE_ARTIFACTS"] = str(FIXTURES)
-os.environ["XLSTM_SUITE_COMPOSE_CACHE"] = "off"
+MADE_THE_CACHE = SESSION_CACHE not in os.environ
+os.environ.setdefault(SESSION_CACHE, tempfile.mkdtemp(prefix="xlstm-suite-test-compose-"))
+os.environ["XLSTM_SUITE_COMPOSE_CACHE"] = os.environ[SESSION_CACHE]
 os.environ["XLSTM_SUITE_DATA_CACHE"] = "off"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if MADE_THE_CACHE:
+        shutil.rmtree(os.environ[SESSION_CACHE], ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -15,6 +15,8 @@ from experiments.config.configuration import CONFIGS, ConfigError, compose_run_c
 
 @pytest.fixture
 def compose_count(monkeypatch):
+    """The composes of a plan, counted with the disk caches off (a test of the cache sets a folder of its own)."""
+    monkeypatch.setenv("XLSTM_SUITE_COMPOSE_CACHE", "off")
     calls = []
     compose = cell_composer.compose_unresolved
 
