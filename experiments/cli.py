@@ -6,7 +6,7 @@ from pathlib import Path
 
 from experiments.config.arguments import add_overrides_argument, add_scale_argument
 from experiments.config.configuration import ConfigError
-from experiments.paths import REPORTS, RESULTS, checked_folder
+from experiments.paths import checked_folder
 from experiments.stop_signals import Stopped, stop_signals_raise
 
 
@@ -86,9 +86,13 @@ def run_command(argv: list[str] | None) -> int:
         if arguments.command == "prepare":
             return prepare_command(arguments)
         from experiments.config.artifacts import known_artifacts, load_artifact
+        from experiments.reports.repository import repository_root, which_repository
 
-        arguments.root = checked_folder(arguments.root or RESULTS / "runs", "--root")
-        arguments.destination = checked_folder(arguments.destination or REPORTS, "--destination")
+        if (which := which_repository()) is not None:  # committed rows are read there whatever the destination
+            print(f"xlstm-suite report: {which}", file=sys.stderr)
+        results = repository_root() / "results"  # the working directory's checkout, not the install's
+        arguments.root = checked_folder(arguments.root or results / "runs", "--root")
+        arguments.destination = checked_folder(arguments.destination or results / "reports", "--destination")
         # a bad name or value fails before the plotting stack is imported (planning validates every run); the
         # report takes these plans rather than composing every run again
         planned = {name: load_artifact(name).runs(arguments.scale, arguments.overrides)

@@ -3,7 +3,6 @@ per-run results beside each report are, and `xlstm-suite report` reads them for 
 
 import re
 import shlex
-import shutil
 
 import pytest
 
@@ -28,7 +27,7 @@ def report_arguments(runs_csv) -> str:
     if stem in known_artifacts():
         return stem
     artifact = stem.rsplit("-", 1)[0]
-    quoted = re.search(r"^Runs with the overrides `([^`]*)`\.$", (runs_csv.parent / f"{stem}.md").read_text(), re.M)
+    quoted = re.search(r"^Runs with the overrides `([^`]*)`\.$", (runs_csv.parent / f"{stem}.md").read_text(), re.MULTILINE)
     assert quoted, f"{stem}.md names no overrides"
     overrides = quoted.group(1).split(" ")
     assert report_stem(artifact, overrides) == stem
@@ -42,11 +41,11 @@ def test_committed_reports_carry_their_per_run_results():
 
 @pytest.mark.parametrize("runs_csv", COMMITTED, ids=["/".join(scale_and_artifact(path)) for path in COMMITTED])
 def test_a_committed_report_regenerates_exactly_from_its_committed_results(runs_csv, tmp_path):
-    """As in a clone: an empty run store, the committed reports in place (the report reads the per-run results
-    beside its page); in this process, to spare each report a process start."""
+    """As in a clone: an empty run store and an empty destination (the report finds the per-run results the
+    repository commits, in the working directory's checkout); in this process, to spare each report a process
+    start."""
     scale, artifact = scale_and_artifact(runs_csv)
     destination = tmp_path / "reports"
-    shutil.copytree(runs_csv.parent, destination / scale)
     arguments = shlex.split(report_arguments(runs_csv))
     assert main(["report", *arguments, "--scale", scale, "--root", str(tmp_path / "runs"),
                  "--destination", str(destination)]) == 0

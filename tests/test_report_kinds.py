@@ -6,10 +6,25 @@ import math
 import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
+from matplotlib.colors import to_hex
 
-from experiments.config.artifacts import artifact_from_yaml, artifact_files
-from experiments.config.report_layouts import REPORT_KINDS, LinesReport, PointsReport, TableReport, report_layout
-from experiments.reports.kinds import REPORT_FIGURES, confidence_interval, lines_figure, points_figure, table_figure
+from experiments.config.artifacts import artifact_files, artifact_from_yaml
+from experiments.config.report_layouts import (
+    REPORT_KINDS,
+    LinesReport,
+    PointsReport,
+    TableReport,
+    report_layout,
+)
+from experiments.paths import REPOSITORY_ROOT
+from experiments.reports.kinds import (
+    REPORT_FIGURES,
+    confidence_interval,
+    lines_figure,
+    points_figure,
+    table_figure,
+)
+from experiments.reports.palette import colours
 from experiments.reports.rankings import cell_names, ordering, ordering_markdown
 from experiments.reports.report import write_report
 from experiments.sweeps.sweep import run_sweep
@@ -121,12 +136,13 @@ def test_points_show_each_models_mean_with_its_interval():
     layout = PointsReport(kind="points", cells=["model"], metric="val/mse", confidence=0.99)
     figure = points_figure(layout, table, "title")
     (ax,) = figure.axes
-    container = ax.containers[0]
-    (segments,) = container.lines[2]
     low, high = confidence_interval((0.1, 0.2, 0.3), 0.99)
-    assert [tuple(segment[:, 1]) for segment in segments.get_segments()] == [pytest.approx((low, high))] * 2
+    # one error bar per model (in its colour of every figure), from the low to the high end of its interval
+    bars = [segment for container in ax.containers for segment in container.lines[2][0].get_segments()]
+    assert [tuple(segment[:, 1]) for segment in bars] == [pytest.approx((low, high))] * 2
+    assert len({tuple(container.lines[2][0].get_colors()[0]) for container in ax.containers}) == 2
     assert [label.get_text() for label in ax.get_xticklabels()] == ["LSTM", "xLSTM[1:1]"]
-    assert "99% t-interval" in ax.get_ylabel()
+    assert "99% t-interval" in ax.get_xlabel() and "dots: the runs" in ax.get_xlabel()  # the legend of its symbols
     plt.close(figure)
 
 
@@ -138,10 +154,16 @@ def test_a_table_draws_its_cells_as_bars_beside_the_papers_in_the_papers_order()
     paper_axes, ours_axes = figure.axes
     # rows by the paper's value, lowest first, a cell without the paper's number last; one lr: not in the names
     assert [label.get_text() for label in paper_axes.get_yticklabels()] == ["xLSTM[1:0]", "RWKV-4", "Llama", "Mamba"]
-    assert [bar.get_width() for bar in ours_axes.patches] == [280.0, 400.0, 300.0, 350.0]
-    assert [bar.get_width() for bar in paper_axes.patches][:3] == [13.48, 14.2, 15.73]
+    # the paper's 13.5-15.7 beside our 280-400 span more than a decade: both panels on one log axis, bars from the
+    # round tick below the smallest value, each ending at its value
+    assert paper_axes.get_xscale() == ours_axes.get_xscale() == "log"
+    assert paper_axes.get_xlim() == ours_axes.get_xlim() and paper_axes.get_xlim()[0] == 10.0
+    assert [bar.get_x() + bar.get_width() for bar in ours_axes.patches] == pytest.approx([280.0, 400.0, 300.0, 350.0])
+    assert [bar.get_x() + bar.get_width() for bar in paper_axes.patches][:3] == pytest.approx([13.48, 14.2, 15.73])
     assert (paper_axes.get_title(), ours_axes.get_title()) == ("the paper", "ours")
-    assert paper_axes.get_xscale() == ours_axes.get_xscale() == "linear"
+    close = table_figure(layout, table.assign(ours=[15.0, 14.0, 16.0, 17.0]), "title")
+    assert [axes.get_xscale() for axes in close.axes] == ["linear", "linear"]  # within a decade: linear, from 0
+    plt.close(close)
     plt.close(figure)
 
 
@@ -151,11 +173,11 @@ def test_a_table_panel_spanning_a_decade_draws_its_bars_on_a_log_axis():
                           "paper": [13.48, 26.01, 2417.86]})
     figure = table_figure(TableReport(kind="table", cells=["model"], metric="val/perplexity"), table, "title")
     paper_axes, ours_axes = figure.axes
-    assert (paper_axes.get_xscale(), ours_axes.get_xscale()) == ("log", "linear")
-    # each bar ends at its value, from a decade below the smallest (a log axis has no 0)
-    assert [(bar.get_x(), bar.get_x() + bar.get_width()) for bar in paper_axes.patches] == [
-        (10.0, 13.48), (10.0, 26.01), (10.0, 2417.86)]
-    assert [(bar.get_x(), bar.get_width()) for bar in ours_axes.patches] == [(0.0, 220.0), (0.0, 212.3), (0.0, 808.4)]
+    assert (paper_axes.get_xscale(), ours_axes.get_xscale()) == ("log", "log")  # the paper's scale is ours
+    # each bar ends at its value, from the round tick below the smallest (a log axis has no 0)
+    for axes, ends in ((paper_axes, [13.48, 26.01, 2417.86]), (ours_axes, [220.0, 212.3, 808.4])):
+        assert [bar.get_x() for bar in axes.patches] == [10.0] * 3
+        assert [bar.get_x() + bar.get_width() for bar in axes.patches] == pytest.approx(ends)
     plt.close(figure)
 
 
@@ -164,18 +186,18 @@ def test_the_order_of_our_cells_is_compared_with_the_papers_pair_by_pair():
                           "ours": [300.0, 280.0, 350.0, 250.0], "paper": [15.73, 13.48, 14.0, float("nan")]})
     names = cell_names(table, ["model", "optim.lr"])
     assert names == ["Llama lr=0.001", "xLSTM[1:0] lr=0.001", "Mamba lr=0.001", "RWKV-4 lr=0.0004"]
-    found = ordering(table, names, "min")
+    found = ordering(table, names, "min", [])
     # by hand: paper xLSTM < Mamba < Llama, ours xLSTM < Llama < Mamba: (xLSTM, Mamba) and (xLSTM, Llama) agree,
     # (Mamba, Llama) does not; tau = (2 - 1) / 3
-    assert found.paper == ["xLSTM[1:0] lr=0.001", "Mamba lr=0.001", "Llama lr=0.001"]
-    assert found.ours == ["xLSTM[1:0] lr=0.001", "Llama lr=0.001", "Mamba lr=0.001"]
     assert (found.pairs, found.agreeing, found.disagreeing) == (3, 2, [("Mamba lr=0.001", "Llama lr=0.001")])
-    assert found.kendall_tau == pytest.approx(1 / 3)
-    reversed_order = ordering(table.assign(ours=-table["ours"]), names, "max")  # higher is better: same comparison
-    assert (reversed_order.agreeing, reversed_order.kendall_tau) == (1, pytest.approx(-1 / 3))
-    assert ordering(table.iloc[:1], names[:1], "min") is None
-    page = ordering_markdown(found, "val/perplexity", "min")
-    assert "2 of 3 pairs are in the paper's order (Kendall's tau +0.33)" in page
+    assert found.tau == pytest.approx(1 / 3)
+    reversed_order = ordering(table.assign(ours=-table["ours"]), names, "max", [])  # higher is better: same pairs
+    assert (reversed_order.agreeing, reversed_order.tau) == (1, pytest.approx(-1 / 3))
+    assert ordering(table.iloc[:1], names[:1], "min", []) is None
+    page = ordering_markdown(table, names, found, "val/perplexity", "min", [])
+    assert "- the paper: xLSTM[1:0] lr=0.001 < Mamba lr=0.001 < Llama lr=0.001\n" in page  # RWKV-4: no paper number
+    assert "- ours: xLSTM[1:0] lr=0.001 < Llama lr=0.001 < Mamba lr=0.001\n" in page
+    assert "2 of 3 pairs are in the paper's order (Kendall's tau-a +0.33)" in page
     assert "Mamba lr=0.001 / Llama lr=0.001" in page
 
 
@@ -209,3 +231,14 @@ def test_the_artifact_picks_the_kind_of_its_report(tmp_path, monkeypatch, kind, 
     page = (tmp_path / "reports" / "smoke" / "size-sweep.md").read_text()
     assert ("![size-sweep](size-sweep.png)" in page) == figure
     assert "| xLSTM[1:0] | Parity" in page
+
+
+def test_every_model_has_a_colour_of_its_own_whatever_the_figure_shows():
+    models = sorted(path.stem for path in (REPOSITORY_ROOT / "configs" / "model").glob("*.yaml"))
+    assigned = colours("model", models)
+    assert len(set(assigned.values())) == len(models)  # no two models share a colour
+    assert colours("model", ["rwkv4", "mamba"]) == {"rwkv4": assigned["rwkv4"], "mamba": assigned["mamba"]}
+    table = pd.DataFrame({"model": ["mamba", "llama"], "ours": [1.0, 2.0], "paper": [float("nan")] * 2})
+    figure = table_figure(TableReport(kind="table", cells=["model"], metric="val/perplexity"), table, "title")
+    assert [to_hex(bar.get_facecolor()) for bar in figure.axes[0].patches] == [assigned["mamba"], assigned["llama"]]
+    plt.close(figure)

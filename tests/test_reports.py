@@ -9,14 +9,19 @@ import pandas as pd
 import pytest
 
 from experiments.cli import main as cli_main
-from experiments.config.artifacts import artifact_files, artifact_from_yaml, load_artifact
+from experiments.config.artifacts import (
+    artifact_files,
+    artifact_from_yaml,
+    load_artifact,
+)
 from experiments.config.titles import title_of
 from experiments.display import SCALE_NOTES
 from experiments.reports.committed_runs import committed_path, with_committed
-from experiments.reports.findings import check, findings_of
+from experiments.reports.finding_checks import CheckContext, check, checked_markdown
+from experiments.reports.findings import findings_of
 from experiments.reports.kinds import report_figure
 from experiments.reports.report import cell_table, write_report
-from experiments.reports.report_text import cells_markdown, figure_title, finding_markdown, markdown
+from experiments.reports.report_text import cells_markdown, figure_title, markdown
 from experiments.sweeps.sweep import run_sweep
 from tests.sweep_fakes import RECORD_RUN, small_artifact
 
@@ -133,20 +138,25 @@ def parity_table(values):
     return pd.DataFrame({"model": list(values), "task": "parity", "values": [tuple(runs) for runs in values.values()]})
 
 
+def judged(finding, table, metric="test/scaled_accuracy", **context):
+    """model -> (ours, the runs counted, agrees) of a run-by-run finding's check."""
+    checked = check(finding, table, CheckContext(cells=["model", "task"], metric=metric, mode="max", **context))
+    return checked, {row[0]: (row[2], row[3], agrees) for row, agrees in zip(checked.rows, checked.agrees)}
+
+
 def test_a_finding_is_checked_model_by_model_and_run_by_run():
     finding, = findings_of(load_artifact("formal-main").paper)
-    checked = check(finding, parity_table({"lstm": [1.0, 0.95, 0.9], "xlstm_0_1": [0.3, 0.95, 1.0], "xlstm_1_1": [0.2],
-                                           "llama": [0.01, 0.02, 0.5], "xlstm_1_0": [0.97, 0.89], "retnet": [0.91, 0.93],
-                                           "lstm_block": []})).set_index("model")
-    assert checked.loc["lstm", "ours"] == "solved" and checked.loc["lstm", "agrees"] == "yes"
-    assert checked.loc["xlstm_0_1", "ours"] == "mixed" and checked.loc["xlstm_0_1", "agrees"] == "partly"
-    assert checked.loc["xlstm_0_1", "solved_runs"] == 2
-    assert checked.loc["xlstm_1_1", "ours"] == "unsolved" and checked.loc["xlstm_1_1", "agrees"] == "no"
-    assert checked.loc["llama", "ours"] == "unsolved" and checked.loc["llama", "agrees"] == "yes"
-    assert checked.loc["xlstm_1_0", "ours"] == "mixed" and checked.loc["xlstm_1_0", "agrees"] == "partly"
-    assert checked.loc["retnet", "ours"] == "solved" and checked.loc["retnet", "agrees"] == "no"
-    assert checked.loc["lstm_block", "ours"] == "no finished run" and pd.isna(checked.loc["lstm_block", "agrees"])
-    assert checked.loc["mamba", "ours"] == "not in this scale's grid"
+    _, rows = judged(finding, parity_table({"lstm": [1.0, 0.95, 0.9], "xlstm_0_1": [0.3, 0.95, 1.0],
+                                            "xlstm_1_1": [0.2], "llama": [0.01, 0.02, 0.5], "xlstm_1_0": [0.97, 0.89],
+                                            "retnet": [0.91, 0.93], "lstm_block": []}))
+    assert rows["LSTM"] == ("solved", "3 of 3", "yes")
+    assert rows["xLSTM[0:1]"] == ("mixed", "2 of 3", "partly")
+    assert rows["xLSTM[1:1]"] == ("unsolved", "0 of 1", "no")
+    assert rows["Llama"] == ("unsolved", "0 of 3", "yes")
+    assert rows["xLSTM[1:0]"] == ("mixed", "1 of 2", "partly")
+    assert rows["Retention"] == ("solved", "2 of 2", "no")
+    assert rows["LSTM (Block)"] == ("no finished run", "", None)
+    assert rows["Mamba"] == ("not in this scale's grid", "", None)
 
 
 def test_a_finding_page_counts_the_runs_that_solve(formal_main_smoke):
@@ -154,12 +164,13 @@ def test_a_finding_page_counts_the_runs_that_solve(formal_main_smoke):
     finding, = findings_of(artifact.paper)
     table = parity_table({"lstm": [1.0, 0.95, 0.9], "xlstm_0_1": [0.3, 0.95, 1.0], "llama": [0.01, 0.2, 0.5],
                           "xlstm_1_1": []})
-    page = finding_markdown(finding, table, "test/scaled_accuracy")
+    checked, _ = judged(finding, table)
+    page = checked_markdown(finding, checked)
     assert "| xLSTM[0:1] | solved | mixed | 2 of 3 | 0.300, 0.950, 1.000 | partly |" in page
     assert "| Llama | unsolved | unsolved | 0 of 3 | 0.010, 0.200, 0.500 | yes |" in page
     assert "| xLSTM[1:1] | solved | no finished run |  |  | - |" in page
-    assert "Ours agrees for 2 of the 3 models with results at this scale; partly (solved in some runs, not all) " \
-           "for xLSTM[0:1]." in page
+    assert "**The finding holds partly** at this scale: ours agrees for 2 of the 3 models with results at this " \
+           "scale; partly (solved in some runs, not all) for xLSTM[0:1]." in page
 
 
 NNS_FINDING = {"quote": "xLSTM overcomes this limitation", "source": "Figure 1", "where": {"task": "nns"},
@@ -174,22 +185,34 @@ def test_a_comparison_finding_judges_each_run_against_the_other_models_mean():
     finding, = findings_of({"findings": [NNS_FINDING]})
     table = nns_table({"lstm": [0.06, 0.08], "xlstm_0_1": [0.01, 0.02], "xlstm_1_0": [0.05, 0.09], "xlstm_1_1": [0.08],
                        "llama": [0.01]})
-    checked = check(finding, table).set_index("model")
-    assert checked.loc["xlstm_0_1", "ours"] == "below" and checked.loc["xlstm_0_1", "agrees"] == "yes"
-    assert checked.loc["xlstm_1_0", "ours"] == "mixed" and checked.loc["xlstm_1_0", "solved_runs"] == 1
-    assert checked.loc["xlstm_1_1", "ours"] == "above" and checked.loc["xlstm_1_1", "agrees"] == "no"
-    assert checked.loc["llama", "ours"] == "below" and checked.loc["llama", "agrees"] == "no"
-    page = finding_markdown(finding, table, "val/mse")
+    checked, rows = judged(finding, table, metric="val/mse")
+    assert rows["xLSTM[0:1]"] == ("below", "2 of 2", "yes")
+    assert rows["xLSTM[1:0]"] == ("mixed", "1 of 2", "partly")
+    assert rows["xLSTM[1:1]"] == ("above", "0 of 1", "no")
+    assert rows["Llama"] == ("below", "1 of 1", "no")
+    page = checked_markdown(finding, checked)
     assert "Below means val/mse < the mean of LSTM's runs (0.070)" in page
     assert "| xLSTM[1:0] | below | mixed | 1 of 2 | 0.050, 0.090 | partly |" in page
-    without_lstm = check(finding, nns_table({"xlstm_0_1": [0.01]})).set_index("model")
-    assert without_lstm.loc["xlstm_0_1", "ours"] == "no finished run of lstm"
-    assert pd.isna(without_lstm.loc["xlstm_0_1", "agrees"])
+    _, without_lstm = judged(finding, nns_table({"xlstm_0_1": [0.01]}), metric="val/mse")
+    assert without_lstm["xLSTM[0:1]"] == ("no finished run of LSTM", "", None)
+
+
+def test_a_comparison_with_intervals_agrees_fully_only_where_the_intervals_are_apart():
+    """Below in every run, but within the spread of the runs: the intervals of a points figure decide."""
+    finding, = findings_of({"findings": [NNS_FINDING | {"expect": {"below": ["xlstm_0_1", "xlstm_1_0"]}}]})
+    table = nns_table({"lstm": [0.0741, 0.0743, 0.0740], "xlstm_0_1": [0.0716, 0.0717, 0.0720],
+                       "xlstm_1_0": [0.0730, 0.0739, 0.0720]})
+    checked, rows = judged(finding, table, metric="val/mse", confidence=0.99)
+    assert rows["xLSTM[0:1]"][2] == "yes" and rows["xLSTM[1:0]"][2] == "partly"
+    assert checked.holds == "holds partly"
+    assert "99% t-interval" in checked.header and "apart from LSTM's" in checked.header
 
 
 @pytest.mark.parametrize("change, message", [({"than": None}, "needs 'than'"),
                                              ({"expect": {"below": ["a"], "solved": ["b"]}}, "not both"),
-                                             ({"than": None, "expect": {"solved": ["a"]}}, "needs a 'threshold'")])
+                                             ({"than": None, "expect": {"solved": ["a"]}}, "needs a 'threshold'"),
+                                             ({"order": "paper"}, "names one check"),
+                                             ({"expectt": {}}, "keys \\['expectt'\\] are not valid")])
 def test_a_finding_states_what_its_expectations_need(change, message):
     with pytest.raises(ValueError, match=message):
         findings_of({"findings": [NNS_FINDING | change]})
@@ -230,6 +253,7 @@ def test_the_page_uses_the_papers_names_and_says_the_paper_prints_no_number(form
     page = markdown(artifact, runs, table, "smoke", None, [], findings_of(artifact.paper))
     assert "> Models such as Transformers or State Space Models without memory mixing" in page
     assert "| Retention | unsolved | unsolved | 0 of 1 | 0.500 | yes |" in page
+    assert "**Does it show here?** **Yes**: of the paper's 1 finding checked below, 1 holds. (Smoke scale" in page
 
 
 def test_the_colour_scale_covers_scaled_accuracy_from_minus_one_to_one(formal_main_smoke):
@@ -270,15 +294,17 @@ def test_a_cell_of_several_seeds_shows_its_mean_spread_and_how_many_seeds_solve_
     table = cell_table(artifact, pd.DataFrame([*seeds, single]))
     lstm = table.set_index(["model", "task"]).loc[("lstm", "parity")]
     assert (lstm["runs"], lstm["solved"], lstm["min"], lstm["max"]) == (3, 2, 0.2, 1.0)
-    assert lstm["ours"] == pytest.approx(2.15 / 3) and lstm["std"] == pytest.approx(0.3659, abs=1e-4)  # population std
+    assert lstm["ours"] == pytest.approx(2.15 / 3) and lstm["std"] == pytest.approx(0.4482, abs=1e-4)  # sample std
     cells = cells_markdown(artifact, table)
-    assert "| LSTM " in cells and "0.717 ± 0.366" in cells and "0.200 to 1.000" in cells and "2 of 3" in cells
+    assert "| LSTM " in cells and "0.717 ± 0.448" in cells and "0.200 to 1.000" in cells and "2 of 3" in cells
+    assert "ours (mean ± sample std)" in cells
     assert "solved (>= 0.9)" in cells and "| 0.016 " in cells and "0 of 1" in cells  # one seed: no ± and no range
     page = markdown(artifact, runs, table, "smoke", None, [], [])
     assert "`range` is their lowest to highest value" in page and "`solved` counts those with" in page
     figure = report_figure(artifact, table, "title")
     texts = [text.get_text() for text in figure.axes[0].texts]
-    assert "0.72\n±0.37" in texts and "0.02" in texts  # the spread in the figure, beside the mean
+    assert "0.72\n±0.45" in texts and "0.02" in texts  # the spread in the figure, beside the mean
+    assert figure.axes[0].get_xlabel() == "cell: mean over seeds ± their sample std"
     plt.close(figure)
 
 
@@ -287,8 +313,15 @@ def test_a_scales_reading_is_on_its_page_and_an_unknown_scale_key_is_refused(for
     table = smoke_table(artifact, runs, {("lstm", "parity"): 1.0})
     read = dataclasses.replace(artifact, scales={**artifact.scales, "smoke": {**artifact.scales["smoke"],
                                                                             "reading": "Ten steps show nothing."}})
-    assert "## What this scale shows\n\nTen steps show nothing.\n" in markdown(read, runs, table, "smoke", None, [], [])
-    assert "What this scale shows" not in markdown(artifact, runs, table, "smoke", None, [], [])
+    assert "\nTen steps show nothing.\n" in markdown(read, runs, table, "smoke", None, [], [])
+    assert "Ten steps" not in markdown(artifact, runs, table, "smoke", None, [], [])
+    with_budget = dataclasses.replace(artifact, scales={**artifact.scales, "mini": {
+        "reading": {"note": "A note.", "budget": "ten times the steps."}}})
+    page = markdown(with_budget, runs, table, "mini", None, [], findings_of(artifact.paper))
+    assert "\nA note.\n" in page and "The budget that would show it" not in page  # LSTM solves parity: it shows
+    not_shown = smoke_table(artifact, runs, {("llama", "parity"): 1.0})  # the paper: Llama does not solve it
+    page = markdown(with_budget, runs, not_shown, "mini", None, [], findings_of(artifact.paper))
+    assert "**Does it show here?** **No**" in page and "The budget that would show it: ten times the steps." in page
     broken = tmp_path / "broken.yaml"
     broken.write_text(artifact_files()[FIXTURE].read_text().replace("artifact: sweep-fixture", "artifact: broken")
                       .replace("  smoke:\n    grid:", "  smoke:\n    readin: x\n    grid:"))

@@ -5,11 +5,11 @@ bucket (differences of a few percent vanish on an axis of several decades)."""
 
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib import pyplot as plt
 
 from experiments.config.report_layouts import BucketsReport
 from experiments.display import metric_label, value_name
+from experiments.reports.palette import colours, markers
 
 
 def bucket_figure(layout: BucketsReport, table: pd.DataFrame, title: str) -> plt.Figure | None:
@@ -19,13 +19,14 @@ def bucket_figure(layout: BucketsReport, table: pd.DataFrame, title: str) -> plt
     if shown.empty:
         return None
     positions = np.arange(len(layout.buckets))  # (K,)
-    colours = sns.color_palette("tab10", n_colors=len(shown))
+    colour = colours(layout.lines, shown[layout.lines])
+    marker = markers(layout.lines, shown[layout.lines])
     names = [" ".join(value_name(key, cell[key]) for key in layout.cells) for _, cell in shown.iterrows()]
     values = shown[metrics].to_numpy(dtype=float)  # (cells, K), NaN where the split has no token of the bucket
     figure, (absolute, relative) = plt.subplots(1, 2, figsize=(max(11.0, 3.0 + 1.4 * len(layout.buckets)), 3.8))
-    for colour, name, row, whole in zip(colours, names, values, shown["ours"]):
-        absolute.plot(positions, row, marker="o", color=colour, label=f"{name} (all tokens: {whole:.1f})")
-        relative.plot(positions, row / values[0], marker="o", color=colour, label=name)
+    for line, name, row, whole in zip(shown[layout.lines], names, values, shown["ours"]):
+        absolute.plot(positions, row, marker=marker[line], color=colour[line], label=f"{name} (all tokens: {whole:.1f})")
+        relative.plot(positions, row / values[0], marker=marker[line], color=colour[line], label=name)
     absolute.set_yscale("log")
     absolute.set_ylabel(metric_label(layout.metric))
     relative.set_ylabel(f"{metric_label(layout.metric)} / {names[0]}'s")

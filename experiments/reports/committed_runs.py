@@ -1,22 +1,29 @@
 """Per-run results committed beside a report: ``results/reports/<scale>/<report>.runs.csv``.
 
 The run store (results/runs) is not committed, so a report could not be regenerated from a clone. Each report
-therefore writes, beside itself, one row per run behind it: the cell keys, the run id, its status, its error if it
-failed and its final metrics. ``report`` reads the run store and, for planned runs the store has not finished,
-these committed rows (matched by run id, so a row never stands in for a run of another config).
+therefore writes, beside itself, one row per run behind it, readable alone: every cell key (an evaluation's include
+its model, seed and size), the model's size (its preset, blocks and embedding dimension, from the run's config; its
+parameter count is among the metrics), the run id, its status, its error if it failed and its final metrics.
+``report`` reads the run store and, for planned runs the store has not finished, these committed rows (matched by run
+id, so a row never stands in for a run of another config): those beside the report it writes and those the
+repository commits (experiments.reports.repository), whatever folder it writes to.
 """
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+from omegaconf import OmegaConf
 
 from experiments.atomic import write_text_atomic
+from experiments.config.artifacts import PlannedRun
 from experiments.sweeps.run_store import FIXED_COLUMNS
 
 SUFFIX = ".runs.csv"
 COMMITTED_STATUSES = ("done", "failed")
 SOURCE = "source"  # which results a row's metrics come from: "store", "committed" or empty
 METRIC_SEPARATOR = "/"  # logged metrics are named <stage>/<name>; config keys use dots
+SIZE_KEYS = ("model.size", "model.num_blocks", "model.embedding_dim")  # a model's size in its config
 
 
 def committed_path(stem: Path) -> Path:
@@ -30,10 +37,24 @@ def metric_columns(runs: pd.DataFrame, cell_keys: list[str]) -> list[str]:
     return sorted(column for column in runs.columns if column not in bookkeeping and METRIC_SEPARATOR in column)
 
 
+def with_sizes(runs: pd.DataFrame, planned: Sequence[PlannedRun], cell_keys: list[str]) -> pd.DataFrame:
+    """``runs`` with a column per key of SIZE_KEYS that is not a cell key: its value in the config that trained each
+    run (an evaluation's training run's), empty where the config has none (no preset) or the run is not planned."""
+    trained = {run.run_id: (run.trained_by or run).config or run.config for run in planned if run.run_id is not None}
+    runs = runs.copy()
+    for key in SIZE_KEYS:
+        if key not in cell_keys:
+            runs[key] = [None if run_id not in trained or trained[run_id] is None
+                         else OmegaConf.select(trained[run_id], key) for run_id in runs["run_id"]]
+    return runs
+
+
 def per_run_rows(runs: pd.DataFrame, cell_keys: list[str]) -> pd.DataFrame:
-    """The rows to commit: finished and failed runs, in plan order."""
+    """The rows to commit: finished and failed runs, in plan order; the cell keys, the size keys ``runs`` has
+    (with_sizes), the run's id, status and error, and its metrics."""
     kept = runs[runs["status"].isin(COMMITTED_STATUSES)]
-    return kept[[*cell_keys, "run_id", "status", "error", *metric_columns(runs, cell_keys)]]
+    sizes = [key for key in SIZE_KEYS if key in runs and key not in cell_keys]
+    return kept[[*cell_keys, *sizes, "run_id", "status", "error", *metric_columns(runs, cell_keys)]]
 
 
 def write_committed(path: Path, rows: pd.DataFrame) -> None:
@@ -45,6 +66,15 @@ def read_committed(path: Path) -> pd.DataFrame | None:
     if not path.exists():
         return None
     return pd.read_csv(path)
+
+
+def committed_rows(*paths: Path) -> pd.DataFrame | None:
+    """The committed rows of the files at ``paths`` that exist, a run id in an earlier file winning over a later
+    one (the rows beside the report written, then the repository's)."""
+    frames = [frame for frame in (read_committed(path) for path in dict.fromkeys(paths)) if frame is not None]
+    if not frames:
+        return None
+    return pd.concat(frames, ignore_index=True).drop_duplicates("run_id", keep="first").reset_index(drop=True)
 
 
 def with_committed(runs: pd.DataFrame, committed: pd.DataFrame | None, cell_keys: list[str]) -> pd.DataFrame:

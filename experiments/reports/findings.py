@@ -1,23 +1,36 @@
-"""The paper's qualitative findings for an artifact (its YAML's ``paper.findings``), checked against our cells.
+"""The paper's findings for an artifact (its YAML's ``paper.findings``): each quotes the paper, selects cells
+(``where``, e.g. the Parity task) and names one check of our cells, whose rule its page states:
 
-A finding quotes the paper, selects cells (``where``, e.g. the Parity task) and says what the paper finds of which
-models, in one of two forms:
+    expect: {solved: [...], unsolved: [...]}   with ``threshold``: the metric at which a run solves its task
+    expect: {below: [...], above: [...]}       with ``than``: below / above the mean of that model's runs
+    order: paper                               ours in the order of the paper's numbers, pairs within each group of
+                                               ``within`` (default: the task), never across groups
+    rank: {models: [...], top: 2, by: key}     each model among the best ``top`` cells in each group of ``by`` (a
+                                               list: the first of its keys among the cells)
+    growth: {linear: [...], quadratic: [...]}  each model's growth class of ``metric`` in the layout's x
+    change: {keeps: [...], rises: [...]}       each model's relative change of ``metric`` from its smallest x to its
+                                               largest, within ``tolerance`` (keeps) or not (rises)
+    beats: {a: b, ...}                         model a better than b at every x (or over each of ``metrics``)
+    out_of_memory_first: [...]                 these models run out of memory at a smaller x than every other
 
-    expect: {solved: [...], unsolved: [...]}   with ``threshold``: the reported metric at which a run solves its task
-    expect: {below: [...], above: [...]}       with ``than``: a model whose runs' mean in the selected cells is the
-                                               reference (e.g. "xLSTM's MSE is below LSTM's")
+A model may also be named by the page's name of its cell or the paper's printed row ("Pre Up-Projection Block, With
+Convolution"). ``words`` maps a model to the paper's own words of it where the quote says more than the check reads.
 
-Ours is judged run by run, since at small scales one seed is one draw: a model's runs in the selected cells (every
-seed of the chosen learning rate) meet the expectation when all of them do (reach the threshold, or lie below / above
-the reference mean), its opposite when none does, and are mixed otherwise, which agrees with the paper only partly.
+Solved and below are judged run by run, since at small scales one seed is one draw: a model's runs meet the
+expectation when all of them do, its opposite when none does, and are mixed otherwise (partly). A finding holds when
+every judged model (pair, group) agrees, partly when some do, not when none does; ``not measured`` without a judged
+one (experiments.reports.finding_checks does the checks).
 """
 
-from dataclasses import dataclass
-
-import pandas as pd
+from dataclasses import dataclass, field
 
 OPPOSITES = {"solved": "unsolved", "unsolved": "solved", "below": "above", "above": "below"}
 EXPECTATIONS = tuple(OPPOSITES)
+GROWTH_CLASSES = ("flat", "linear", "quadratic", "sublinear", "superlinear", "falling")
+CHANGE_CLASSES = ("keeps", "rises")
+FINDING_KEYS = ("quote", "source", "where", "words", "expect", "threshold", "than", "order", "within", "rank",
+                "growth", "change", "tolerance", "metric", "beats", "metrics", "out_of_memory_first")
+CHECKS = ("expect", "order", "rank", "growth", "change", "beats", "out_of_memory_first")
 NOT_IN_GRID, NOT_FINISHED = "not in this scale's grid", "no finished run"
 
 
@@ -25,12 +38,27 @@ NOT_IN_GRID, NOT_FINISHED = "not in this scale's grid", "no finished run"
 class Finding:
     quote: str
     source: str
-    where: dict
-    threshold: float | None
-    expect: dict[str, list[str]]
+    where: dict = field(default_factory=dict)
+    expect: dict = field(default_factory=dict)
+    threshold: float | None = None
     than: str | None = None
+    words: dict = field(default_factory=dict)
+    order: str | None = None
+    within: list | None = None
+    rank: dict = field(default_factory=dict)
+    growth: dict = field(default_factory=dict)
+    change: dict = field(default_factory=dict)
+    tolerance: float = 0.05
+    metric: str | None = None
+    beats: dict = field(default_factory=dict)
+    metrics: list = field(default_factory=list)
+    out_of_memory_first: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        checks = [name for name in CHECKS if getattr(self, name)]
+        if len(checks) != 1:
+            raise ValueError(f"a finding names one check of {list(CHECKS)}, got {checks or 'none'} (quote "
+                             f"{self.quote[:40]!r}...)")
         unknown = sorted(set(self.expect) - set(EXPECTATIONS))
         if unknown:
             raise ValueError(f"finding expectations {unknown} are not valid; valid choices: {list(EXPECTATIONS)}")
@@ -38,8 +66,25 @@ class Finding:
             raise ValueError("a finding expects solved/unsolved (with a threshold) or below/above (with than), not both")
         if self.compares and self.than is None:
             raise ValueError("a finding that expects below/above needs 'than', the model whose mean they compare with")
-        if not self.compares and self.threshold is None:
+        if self.expect and not self.compares and self.threshold is None:
             raise ValueError("a finding that expects solved/unsolved needs a 'threshold'")
+        if self.order is not None and self.order != "paper":
+            raise ValueError(f"order={self.order!r} is not valid; valid choices: ['paper'] (the paper's numbers)")
+        if self.rank and not (isinstance(self.rank.get("models"), list) and self.rank["models"]
+                              and set(self.rank) <= {"models", "top", "by"}):
+            raise ValueError(f"rank={self.rank!r} needs models (a list) and may give top (default 1) and by (a cell "
+                             "key whose values are the groups)")
+        for name, classes in (("growth", GROWTH_CLASSES), ("change", CHANGE_CLASSES)):
+            bad = sorted(set(getattr(self, name)) - set(classes))
+            if bad:
+                raise ValueError(f"{name} classes {bad} are not valid; valid choices: {list(classes)}")
+
+    @property
+    def kind(self) -> str:
+        """The check: solved, compare, order, rank, growth, change, beats or out_of_memory_first."""
+        if self.expect:
+            return "compare" if self.compares else "solved"
+        return next(name for name in CHECKS[1:] if getattr(self, name))
 
     @property
     def compares(self) -> bool:
@@ -57,42 +102,23 @@ class Finding:
 
 
 def findings_of(paper: dict) -> list[Finding]:
-    return [Finding(quote=item["quote"], source=item["source"], where=dict(item.get("where") or {}),
-                    threshold=None if item.get("threshold") is None else float(item["threshold"]),
-                    expect={key: list(models) for key, models in item["expect"].items()}, than=item.get("than"))
-            for item in paper.get("findings") or []]
-
-
-def reference_mean(finding: Finding, selected: pd.DataFrame) -> float | None:
-    """The mean of the ``than`` model's runs in the selected cells (None without a comparison or its runs)."""
-    if not finding.compares:
-        return None
-    values = [value for cell_values in selected.loc[selected["model"] == finding.than, "values"] for value in cell_values]
-    return sum(values) / len(values) if values else None
-
-
-def check(finding: Finding, table: pd.DataFrame) -> pd.DataFrame:
-    """One row per model the finding names: ``paper`` (its expectation), ``ours`` (the expectation, its opposite or
-    mixed, or why there is no value), ``values`` (the model's runs in the selected cells), ``solved_runs`` (how many of
-    them reach the threshold, or, comparing, lie below the reference mean) and ``agrees``
-    ("yes", "no", "partly" for mixed, or None without values or without the reference model's runs)."""
-    selected = table
-    for key, value in finding.where.items():
-        selected = selected[selected[key] == value]
-    reference = reference_mean(finding, selected)
-    rows = []
-    for expectation, models in finding.expect.items():
-        for model in models:
-            cells = selected[selected["model"] == model]
-            values = [value for cell_values in cells["values"] for value in cell_values]
-            judged = bool(values) and (reference is not None or not finding.compares)
-            solved_runs = sum(finding.counts(value, reference) for value in values) if judged else 0
-            ours = (outcome(finding.counted, solved_runs, len(values)) if judged
-                    else NOT_FINISHED if len(cells) and not values
-                    else f"no finished run of {finding.than}" if values else NOT_IN_GRID)
-            rows.append({"model": model, "paper": expectation, "ours": ours, "values": values, "solved_runs": solved_runs,
-                         "agrees": agreement(expectation, ours) if judged else None})
-    return pd.DataFrame(rows, columns=["model", "paper", "ours", "values", "solved_runs", "agrees"])
+    """The findings of an artifact's ``paper`` section; ValueError naming a key that is not one."""
+    findings = []
+    for item in paper.get("findings") or []:
+        unknown = sorted(set(item) - set(FINDING_KEYS))
+        if unknown:
+            raise ValueError(f"paper.findings keys {unknown} are not valid; valid choices: {list(FINDING_KEYS)}")
+        findings.append(Finding(
+            quote=item["quote"], source=item["source"], where=dict(item.get("where") or {}),
+            expect={key: list(models) for key, models in (item.get("expect") or {}).items()},
+            threshold=None if item.get("threshold") is None else float(item["threshold"]), than=item.get("than"),
+            words=dict(item.get("words") or {}), order=item.get("order"), within=item.get("within"),
+            rank=dict(item.get("rank") or {}), growth={key: list(models) for key, models in
+                                                      (item.get("growth") or {}).items()},
+            change={key: list(models) for key, models in (item.get("change") or {}).items()},
+            tolerance=float(item.get("tolerance", 0.05)), metric=item.get("metric"), beats=dict(item.get("beats") or {}),
+            metrics=list(item.get("metrics") or []), out_of_memory_first=list(item.get("out_of_memory_first") or [])))
+    return findings
 
 
 def outcome(counted: str, counted_runs: int, runs: int) -> str:
@@ -101,3 +127,16 @@ def outcome(counted: str, counted_runs: int, runs: int) -> str:
 
 def agreement(expectation: str, ours: str) -> str:
     return "yes" if ours == expectation else ("partly" if ours == "mixed" else "no")
+
+
+HOLDS, PARTLY, DOES_NOT_HOLD, NOT_MEASURED = "holds", "holds partly", "does not hold", "not measured here"
+
+
+def holds_of(agrees: list) -> str:
+    """A finding's verdict from its judged rows' yes / partly / no (None: not judged)."""
+    judged = [agrees_one for agrees_one in agrees if agrees_one is not None]
+    if not judged:
+        return NOT_MEASURED
+    if all(agrees_one == "yes" for agrees_one in judged):
+        return HOLDS
+    return PARTLY if any(agrees_one in ("yes", "partly") for agrees_one in judged) else DOES_NOT_HOLD

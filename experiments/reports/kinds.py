@@ -1,22 +1,38 @@
 """Report figures by kind: an artifact's ``report.kind`` picks one, its layout (experiments.config.report_layouts)
 places the cells. ``table`` draws its cells as bars, ours beside the paper's where it prints numbers."""
 
-import math
-from typing import Callable
+from collections.abc import Callable
 
 import matplotlib.pyplot as plt
 import pandas as pd
-from scipy import stats
 
 from experiments.config.artifacts import Artifact
 from experiments.config.configuration import task_config
-from experiments.config.report_layouts import HeatmapReport, LinesReport, PointsReport, ScalingReport
-from experiments.display import metric_label, metric_label_with_split, metric_scale, value_name
-from experiments.reports.figures import bar_panels, grouped_heatmap, line_panels, point_panels, power_law_panel
+from experiments.config.report_layouts import (
+    HeatmapReport,
+    LinesReport,
+    PointsReport,
+    ScalingReport,
+)
+from experiments.display import (
+    metric_label,
+    metric_label_with_split,
+    metric_scale,
+    value_name,
+)
+from experiments.reports.bucket_figure import bucket_figure
+from experiments.reports.figures import (
+    bar_panels,
+    grouped_heatmap,
+    line_panels,
+    point_panels,
+    power_law_panel,
+)
+from experiments.reports.palette import colours
 from experiments.reports.power_laws import scaling_lines, short_count
 from experiments.reports.rankings import cell_names
-from experiments.reports.bucket_figure import bucket_figure
 from experiments.reports.speed_figure import speed_figure
+from experiments.reports.statements import confidence_interval
 from tasks.registry import task_spec
 
 MISSING, NOT_AVAILABLE, DIVERGED = "missing", "n/a", "diverged"
@@ -52,7 +68,8 @@ def heatmap_figure(layout: HeatmapReport, table: pd.DataFrame, title: str) -> pl
 
     values, annotations, notes = grid("ours"), grid("text"), grid("short")
     values.index = annotations.index = notes.index = [value_name(layout.rows, row) for row in rows]
-    return grouped_heatmap(values, annotations, notes, groups, title, metric_scale(layout.metric))
+    caption = "cell: mean over seeds ± their sample std" if (table["runs"] > 1).any() else ""
+    return grouped_heatmap(values, annotations, notes, groups, title, metric_scale(layout.metric), caption)
 
 
 def row_lines(layout: LinesReport, table: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, list]]:
@@ -72,17 +89,6 @@ def lines_figure(layout: LinesReport, table: pd.DataFrame, title: str) -> plt.Fi
                        y_label=metric_label(layout.metric), log_x=layout.log_x)
 
 
-def confidence_interval(values: tuple, confidence: float) -> tuple[float, float]:
-    """Student's t interval of the mean of ``values`` (NaN for fewer than two)."""
-    count = len(values)
-    if count < 2:
-        return math.nan, math.nan
-    mean = sum(values) / count
-    deviation = math.sqrt(sum((value - mean) ** 2 for value in values) / (count - 1))
-    half = stats.t.ppf((1 + confidence) / 2, count - 1) * deviation / math.sqrt(count)
-    return mean - half, mean + half
-
-
 def points_figure(layout: PointsReport, table: pd.DataFrame, title: str) -> plt.Figure:
     intervals = [confidence_interval(values, layout.confidence) for values in table["values"]]
     shown = table.assign(low=[low for low, _ in intervals], high=[high for _, high in intervals])
@@ -95,7 +101,8 @@ def scaling_figure(layout: ScalingReport, table: pd.DataFrame, title: str) -> pl
     """The metric against the parameter count, log-log, with each line's fitted power law."""
     lines = scaling_lines(table, layout.lines, layout.cells)
     return power_law_panel(lines, line_names=names(table, layout.lines), title=title, x_label="parameters",
-                           y_label=metric_label_with_split(layout.metric), count_name=short_count)
+                           y_label=metric_label_with_split(layout.metric), count_name=short_count,
+                           line_key=layout.lines)
 
 
 def table_figure(layout, table: pd.DataFrame, title: str) -> plt.Figure | None:
@@ -108,8 +115,10 @@ def table_figure(layout, table: pd.DataFrame, title: str) -> plt.Figure | None:
     columns = {"ours": "ours"}
     if shown["paper"].notna().any():
         columns = {"the paper": "paper", "ours": "ours"}
+    colour = colours("model", shown["model"]) if "model" in shown else None
+    bar_colours = [colour[model] for model in shown["model"]] if colour else None
     return bar_panels(shown, names=cell_names(shown, layout.cells), columns=columns, title=title,
-                      x_label=metric_label(layout.metric))
+                      x_label=metric_label(layout.metric), bar_colours=bar_colours)
 
 
 REPORT_FIGURES: dict[str, Callable] = {

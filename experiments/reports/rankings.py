@@ -1,28 +1,14 @@
 """Whether our cells fall in the paper's order: at a scale far below the paper's our numbers cannot match its numbers,
-but the order of the models can. Compares the cells that have both our value and the paper's, pair by pair."""
-
-from dataclasses import dataclass
-from itertools import combinations
+but the order of the models can. Compares the cells that have both our value and the paper's, pair by pair, within
+each task only (cells of two tasks are on different scales: any Pathfinder accuracy is above any ListOps one)."""
 
 import pandas as pd
-from scipy import stats
 
 from experiments.display import value_name
 from experiments.reports.paper_numbers import PAPER_ROW
+from experiments.reports.statements import ORDER_RULE, OrderAgreement, order_agreement
 
-
-@dataclass(frozen=True)
-class Ordering:
-    """``ours`` and ``paper``: the compared cells' names, best first; ``pairs``: how many pairs of them there are;
-    ``agreeing``: the pairs ordered alike; ``disagreeing``: the others, each as (the paper's better, its worse);
-    ``kendall_tau``: Kendall's tau-b of ours against the paper's (1: the same order, -1: reversed)."""
-
-    ours: list[str]
-    paper: list[str]
-    pairs: int
-    agreeing: int
-    disagreeing: list[tuple[str, str]]
-    kendall_tau: float
+GROUP_KEYS = ("task",)  # cell keys whose values are never compared with each other
 
 
 def cell_names(table: pd.DataFrame, cells: list[str]) -> list[str]:
@@ -37,38 +23,34 @@ def cell_names(table: pd.DataFrame, cells: list[str]) -> list[str]:
             for index, row in table.iterrows()]
 
 
-def ordering(table: pd.DataFrame, names: list[str], mode: str) -> Ordering | None:
-    """The order of the rows of ``table`` (columns ``ours`` and ``paper``) with both values, best first by ``mode``
-    ("min": lower is better, as perplexity; "max": higher); None for fewer than two such rows. Ties are neither
-    agreeing nor disagreeing pairs."""
-    compared = table.assign(name=names).dropna(subset=["ours", "paper"])
-    if len(compared) < 2:
-        return None
-    ascending = mode == "min"
-    sign = 1 if ascending else -1
-    agreeing, disagreeing = 0, []
-    for first, second in combinations(compared.itertuples(), 2):
-        ours_order = sign * (first.ours - second.ours)
-        paper_order = sign * (first.paper - second.paper)
-        if ours_order * paper_order > 0:
-            agreeing += 1
-        elif ours_order * paper_order < 0:
-            better, worse = (first, second) if paper_order < 0 else (second, first)
-            disagreeing.append((better.name, worse.name))
-    tau = stats.kendalltau(compared["ours"], compared["paper"]).statistic
-    return Ordering(ours=list(compared.sort_values("ours", ascending=ascending)["name"]),
-                    paper=list(compared.sort_values("paper", ascending=ascending)["name"]),
-                    pairs=len(compared) * (len(compared) - 1) // 2, agreeing=agreeing, disagreeing=disagreeing,
-                    kendall_tau=float(tau))
+def order_groups(table: pd.DataFrame, cells: list[str]) -> list[str]:
+    """Keys of GROUP_KEYS among the cells that vary: the groups whose cells are ordered among themselves only."""
+    return [key for key in GROUP_KEYS if key in cells and table[key].nunique() > 1]
 
 
-def ordering_markdown(found: Ordering, metric: str, mode: str) -> str:
-    better = "lower" if mode == "min" else "higher"
-    lines = [f"Best first ({better} {metric} is better), over the {len(found.ours)} cells with our value and the "
-             "paper's:", "", f"- the paper: {' < '.join(found.paper) if mode == 'min' else ' > '.join(found.paper)}",
-             f"- ours: {' < '.join(found.ours) if mode == 'min' else ' > '.join(found.ours)}", "",
-             f"{found.agreeing} of {found.pairs} pairs are in the paper's order (Kendall's tau {found.kendall_tau:+.2f})."]
+def ordering(table: pd.DataFrame, names: list[str], mode: str, groups: list[str]) -> OrderAgreement | None:
+    """The pairs of rows of ``table`` (columns ``ours`` and ``paper``) within each group of ``groups`` (cell keys);
+    None for fewer than one such pair."""
+    group_of = [" ".join(value_name(key, row[key]) for key in groups) for _, row in table.iterrows()]
+    found = order_agreement(names, group_of, list(table["ours"]), list(table["paper"]), mode)
+    return found if found.pairs else None
+
+
+def ordering_markdown(table: pd.DataFrame, names: list[str], found: OrderAgreement, metric: str, mode: str,
+                      groups: list[str]) -> str:
+    """Per group, the paper's order and ours (best first), the agreeing pairs and the rule."""
+    ascending, joiner = mode == "min", " < " if mode == "min" else " > "
+    shown = table.assign(name=names, group=[" ".join(value_name(key, row[key]) for key in groups)
+                                            for _, row in table.iterrows()]).dropna(subset=["ours", "paper"])
+    within = " and ".join(groups) if groups else "table"
+    lines = [f"Best first ({'lower' if ascending else 'higher'} {metric} is better), over the {len(shown)} cells with "
+             f"our value and the paper's; rule: {ORDER_RULE.format(within=within, across=' (cells of different ' + within + 's are on different scales)' if groups else '')}.", ""]
+    for group, cells in shown.groupby("group", sort=False):
+        prefix = f"{group}: " if group else ""
+        lines += [f"- {prefix}the paper: {joiner.join(cells.sort_values('paper', ascending=ascending, kind='stable')['name'])}",
+                  f"- {prefix}ours: {joiner.join(cells.sort_values('ours', ascending=ascending, kind='stable')['name'])}"]
+    lines += ["", found.sentence()]
     if found.disagreeing:
         lines += ["Pairs in the other order (the paper's better first): "
-                  + "; ".join(f"{better_one} / {worse}" for better_one, worse in found.disagreeing) + "."]
+                  + "; ".join(f"{better} / {worse}" for better, worse in found.disagreeing) + "."]
     return "\n".join(lines)

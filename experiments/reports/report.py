@@ -15,22 +15,44 @@ from pathlib import Path
 import pandas as pd
 from rich.console import Console
 
-from experiments.config.artifacts import Artifact, PlannedRun, known_artifacts, load_artifact
-from experiments.paths import REPORTS, RESULTS
-from experiments.reports.committed_runs import (committed_path, metric_columns, per_run_rows, read_committed,
-                                               with_committed, write_committed)
-from experiments.reports.detail_table import SUFFIX as DETAIL_SUFFIX, detail_frame, detail_markdown
+from experiments.config.artifacts import (
+    Artifact,
+    PlannedRun,
+    known_artifacts,
+    load_artifact,
+)
+from experiments.reports.committed_runs import (
+    committed_path,
+    committed_rows,
+    metric_columns,
+    per_run_rows,
+    with_committed,
+    with_sizes,
+    write_committed,
+)
+from experiments.reports.detail_table import SUFFIX as DETAIL_SUFFIX
+from experiments.reports.detail_table import detail_frame, detail_markdown
 from experiments.reports.figures import save
 from experiments.reports.findings import findings_of
+from experiments.reports.index_page import write_index
 from experiments.reports.kinds import report_figure
-from experiments.reports.paper_columns import (paired_names, paper_columns_problems, unrecorded_metrics,
-                                              with_paper_columns)
-from experiments.reports.paper_numbers import PAPER_ROW, paper_numbers_of, printed_row_names, with_paper_numbers
+from experiments.reports.paper_columns import (
+    paired_names,
+    paper_columns_problems,
+    unrecorded_metrics,
+    with_paper_columns,
+)
+from experiments.reports.paper_numbers import (
+    PAPER_ROW,
+    paper_numbers_of,
+    printed_row_names,
+    with_paper_numbers,
+)
 from experiments.reports.parameter_counts import with_parameter_counts
 from experiments.reports.report_text import figure_title, markdown
+from experiments.reports.repository import repository_reports, repository_root
 from experiments.reports.selection import merged_runs, select_cells
 from experiments.reports.staging import locked, publish, staging_folder
-from experiments.run_metrics import PARAMETERS_METRIC
 from experiments.stop_signals import stop_signals_raise
 from experiments.sweeps.run_store import DIVERGED_METRIC, runs_frame
 
@@ -102,6 +124,13 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
                   "values"]]
 
 
+def row_keys(artifact: Artifact, planned: Sequence[PlannedRun], scale: str) -> list[str]:
+    """The keys of a per-run row: the report's cells, then every key of the runs' cells (an evaluation's include
+    those of the training run it evaluates: its model, seed and size) and of the scale's grid."""
+    return list(dict.fromkeys([*artifact.report["cells"], *(key for run in planned for key in run.cell),
+                               *artifact.cell_keys(scale)]))
+
+
 def report_stem(name: str, extra_overrides: Sequence[str]) -> str:
     """The report's file name: the artifact's, plus a hash of the overrides for an ablation of it."""
     if not extra_overrides:
@@ -122,10 +151,9 @@ def write_report(name: str, scale: str, root: Path, destination: Path, extra_ove
     artifact = load_artifact(name).at_scale(scale)
     planned = artifact.runs(scale, extra_overrides) if planned is None else planned
     stem = destination / scale / report_stem(name, extra_overrides)
-    cell_keys = artifact.cell_keys(scale)
-    runs = with_committed(run_table(planned, root), read_committed(committed_path(stem)), cell_keys)
-    if PARAMETERS_METRIC in artifact.layout.cell_metrics():
-        runs = with_parameter_counts(runs, planned)
+    cell_keys = row_keys(artifact, planned, scale)
+    committed = committed_rows(committed_path(stem), committed_path(repository_reports() / scale / stem.name))
+    runs = with_parameter_counts(with_committed(run_table(planned, root), committed, cell_keys), planned)
     table = cell_table(artifact, runs)
     finished = int((table["runs"] > 0).sum())  # a cell of diverged runs is finished, its value NaN
     if finished == 0:
@@ -166,14 +194,17 @@ def write_files(artifact: Artifact, planned: Sequence[PlannedRun], runs: pd.Data
     written meanwhile may have more finished cells): ReplacedMeanwhile otherwise."""
     with staging_folder(stem.parent) as staging:
         staged = staging / stem.name
-        write_committed(committed_path(staged), per_run_rows(runs, artifact.cell_keys(scale)))
+        keys = row_keys(artifact, planned, scale)
+        write_committed(committed_path(staged), per_run_rows(with_sizes(runs, planned, keys), keys))
         figure = report_figure(artifact, table, figure_title(artifact, planned, scale))
         figure_name = None
         if figure is not None:
             save(figure, staged)
             figure_name = stem.with_suffix(".png").name
-        staged.with_suffix(".csv").write_text(table.drop(columns="values").to_csv(index=False))  # runs.csv has them
-        page = markdown(artifact, planned, table, scale, figure_name, extra_overrides, findings_of(artifact.paper))
+        staged.with_suffix(".csv").write_text(  # runs.csv has the values
+            table.drop(columns="values").rename(columns={"std": SAMPLE_STD}).to_csv(index=False))
+        page = markdown(artifact, planned, table, scale, figure_name, extra_overrides, findings_of(artifact.paper),
+                        run_rows=runs)
         detail = detail_frame(artifact.layout, runs)
         if detail is not None:
             detail_csv = staged.with_name(staged.name + DETAIL_SUFFIX)
@@ -187,6 +218,7 @@ def write_files(artifact: Artifact, planned: Sequence[PlannedRun], runs: pd.Data
     return sorted(published, key=lambda path: REPORT_FILE_ORDER.index(path.name.removeprefix(stem.name)))
 
 
+SAMPLE_STD = "sample std"  # the cell table's ``std`` as its .csv names it (ddof 1)
 REPORT_FILE_ORDER = [".md", ".csv", ".runs.csv", DETAIL_SUFFIX, ".png", ".pdf"]
 
 
@@ -202,8 +234,8 @@ def report_command(arguments, planned: dict[str, list[PlannedRun]] | None = None
                     *paper_columns_problems(artifact.at_scale(arguments.scale).layout, numbers)]
         if problems:
             raise ValueError(f"configs/paper/{name}.yaml: " + "; ".join(problems))
-    root = Path(arguments.root) if arguments.root else RESULTS / "runs"
-    destination = Path(arguments.destination) if arguments.destination else REPORTS
+    root = Path(arguments.root) if arguments.root else repository_root() / "results" / "runs"
+    destination = Path(arguments.destination) if arguments.destination else repository_reports()
     outcomes = []
     for name in names:
         with stop_signals_raise():  # a stop while it writes removes its staging folder (cli names the signal)
@@ -216,4 +248,7 @@ def report_command(arguments, planned: dict[str, list[PlannedRun]] | None = None
                 console.print(f"  wrote {path}", highlight=False, soft_wrap=True)
         else:
             console.print(f"[yellow]skipped[/] {outcome.message}", highlight=False, soft_wrap=True)
-    return 0 if any(outcome.status == "written" for outcome in outcomes) else 1
+    if any(outcome.status == "written" for outcome in outcomes):  # the results page of every report there
+        console.print(f"  wrote {write_index(destination)}", highlight=False, soft_wrap=True)
+        return 0
+    return 1

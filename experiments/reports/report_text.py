@@ -8,20 +8,38 @@ from experiments.config.artifacts import Artifact, PlannedRun
 from experiments.config.report_layouts import ScalingReport, TableReport
 from experiments.config.titles import config_values, summary, title_of
 from experiments.display import SCALE_NOTES, model_name, task_name, value_name
-from experiments.reports.findings import Finding, check, reference_mean
+from experiments.reports.finding_checks import CheckContext, check, checked_markdown
+from experiments.reports.findings import Finding
+from experiments.reports.page_summary import summary_markdown
 from experiments.reports.paper_columns import paired_names, paper_columns_of
 from experiments.reports.paper_numbers import PAPER_ROW
 from experiments.reports.power_laws import power_laws_markdown, scaling_lines
-from experiments.reports.rankings import cell_names, ordering, ordering_markdown
-from experiments.reports.wide_table import merged_choices_markdown, printed_ranking, rules_markdown, wide_markdown
+from experiments.reports.rankings import (
+    cell_names,
+    order_groups,
+    ordering,
+    ordering_markdown,
+)
+from experiments.reports.scale_statements import scale_statements
+from experiments.reports.statements import digits_for
+from experiments.reports.wide_table import (
+    merged_choices_markdown,
+    printed_ranking,
+    rules_markdown,
+    wide_markdown,
+)
 
 UNPRINTED_MARK = "no number¹"
 
 
+PER_MODEL_SETTINGS = ("seed",)  # said per model by the page's "What we measured", not over every run
+
+
 def settings_line(artifact: Artifact, runs: Sequence[PlannedRun]) -> str:
-    """``report.settings`` (config keys) with their values at this scale: "num_blocks 2, embedding_dim 64, ..."."""
+    """``report.settings`` (config keys) with their values at this scale: "num_blocks 2, embedding_dim 64, ..."; the
+    seeds are not among them (models may run different seeds: the page says which)."""
     return ", ".join(f"{key.rsplit('.', 1)[-1]} {summary(config_values(runs, key))}"
-                     for key in artifact.report.get("settings", []))
+                     for key in artifact.report.get("settings", []) if key not in PER_MODEL_SETTINGS)
 
 
 def figure_title(artifact: Artifact, runs: Sequence[PlannedRun], scale: str) -> str:
@@ -45,11 +63,21 @@ def cell_keys_shown(artifact: Artifact, table: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
+OURS_HEADER = "ours (mean ± sample std)"
+
+
+def spread_digits(table: pd.DataFrame) -> int:
+    """Decimals that show each cell's sample std and the differences between the means (three at least)."""
+    spreads = [std for std, runs in zip(table["std"], table["runs"]) if runs > 1 and not pd.isna(std) and std > 0]
+    return max([digits_for(table["ours"]), *(digits_for([0.0, std]) for std in spreads)], default=3)
+
+
 def cells_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
     """The cell table with the paper's names; the paper column says when the paper prints no number."""
     shown = cell_keys_shown(artifact, table)
-    shown["ours"] = [
-        "" if pd.isna(ours) else (f"{ours:.3f} ± {std:.3f}" if runs > 1 else f"{ours:.3f}")
+    digits = spread_digits(table)
+    shown[OURS_HEADER if (table["runs"] > 1).any() else "ours"] = [
+        "" if pd.isna(ours) else (f"{ours:.{digits}f} ± {std:.{digits}f}" if runs > 1 else f"{ours:.{digits}f}")
         for ours, std, runs in zip(table["ours"], table["std"], table["runs"])
     ]
     for metric in artifact.layout.page_metrics():
@@ -62,7 +90,7 @@ def cells_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
                                  for ours, paper in zip(table["ours"], table["paper"])]
     shown["runs"] = table["runs"]
     if (table["runs"] > 1).any():
-        shown["range"] = [f"{low:.3f} to {high:.3f}" if runs > 1 else ""
+        shown["range"] = [f"{low:.{digits}f} to {high:.{digits}f}" if runs > 1 else ""
                           for low, high, runs in zip(table["min"], table["max"], table["runs"])]
     if (solved_at := artifact.report.get("solved_at")) is not None:
         shown[f"solved (>= {solved_at:g})"] = [f"{solved} of {runs}" if runs else ""
@@ -85,69 +113,79 @@ def paper_columns_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
                       f"the paper's columns is compared with: {said}.", "", shown.to_markdown(index=False)])
 
 
-def finding_markdown(finding: Finding, table: pd.DataFrame, metric: str) -> str:
-    checked = check(finding, table)
-    where = ", ".join(f"{key} {task_name(str(value)) if key == 'task' else value}" for key, value in finding.where.items())
-    on = f" on {where}" if where else " on every cell"
-    if finding.compares:
-        selected = table
-        for key, value in finding.where.items():
-            selected = selected[selected[key] == value]
-        reference = reference_mean(finding, selected)
-        mean = "no finished run" if reference is None else f"{reference:.3f}"
-        rule = (f"Below means {metric} < the mean of {model_name(finding.than)}'s runs ({mean}){on}, judged run by "
-                f"run: a model is below when all its runs are, above when none is, mixed otherwise.")
-        counted, side = "runs below", "below"
-    else:
-        rule = (f"Solved means {metric} >= {finding.threshold:g}{on} (our threshold; the paper states none), judged run "
-                "by run: a model is solved when all its runs are, unsolved when none is, mixed otherwise.")
-        counted, side = "runs solved", "solved"
-    lines = [
-        f"> {finding.quote}", ">", f"> -- the paper, {finding.source}", "", rule, "",
-        f"| model | paper | ours | {counted} | our values | agrees |", "| --- | --- | --- | --- | --- | --- |",
-    ]
-    for row in checked.itertuples():
-        values = ", ".join(f"{value:.3f}" for value in row.values)
-        solved = f"{row.solved_runs} of {len(row.values)}" if row.values and not pd.isna(row.agrees) else ""
-        agrees = "-" if pd.isna(row.agrees) else ("**no**" if row.agrees == "no" else row.agrees)
-        lines.append(f"| {model_name(row.model)} | {row.paper} | {row.ours} | {solved} | {values} | {agrees} |")
-    judged = checked[checked["agrees"].notna()]
-    if len(judged):
-        names = {verdict: [model_name(model) for model in judged.loc[judged["agrees"] == verdict, "model"]]
-                 for verdict in ("yes", "partly", "no")}
-        lines += ["", f"Ours agrees for {len(names['yes'])} of the {len(judged)} models with results at this scale"
-                  + (f"; partly ({side} in some runs, not all) for {', '.join(names['partly'])}" if names["partly"] else "")
-                  + (f"; it differs for {', '.join(names['no'])}" if names["no"] else "") + "."]
-    return "\n".join(lines)
+def reading_of(artifact: Artifact, scale: str) -> tuple[str | None, str | None]:
+    """The scale's ``reading``: (its note, the budget that would show the paper's finding). A reading is a note, or a
+    mapping with ``note`` and ``budget``: words about what the numbers cannot tell, never a claim about them (those
+    are computed: experiments.reports.statements)."""
+    reading = artifact.scales.get(scale, {}).get("reading")
+    if isinstance(reading, dict):
+        unknown = sorted(set(reading) - {"note", "budget"})
+        if unknown:
+            raise ValueError(f"{artifact.name}: scales.{scale}.reading keys {unknown} are not valid; valid choices: "
+                             "['budget', 'note']")
+        return reading.get("note"), reading.get("budget")
+    return reading, None
 
 
-def markdown(artifact: Artifact, runs: Sequence[PlannedRun], table: pd.DataFrame, scale: str,
-             figure_name: str | None, extra_overrides: Sequence[str], findings: Sequence[Finding]) -> str:
+def check_context(artifact: Artifact, table: pd.DataFrame) -> CheckContext:
+    layout = artifact.layout
+    return CheckContext(cells=list(artifact.report["cells"]), metric=artifact.report["metric"],
+                        mode=artifact.selection["mode"], x=getattr(layout, "x", None),
+                        out_of_memory=getattr(layout, "out_of_memory", None),
+                        names=pd.Series(cell_names(table, artifact.report["cells"]), index=table.index),
+                        confidence=getattr(layout, "confidence", None))
+
+
+def selection_line(artifact: Artifact, table: pd.DataFrame) -> str:
     report, selection = artifact.report, artifact.selection
-    lines = [f"# {artifact.name} ({scale} scale)", "", title_of(artifact, runs), "", f"*{SCALE_NOTES[scale]}*", ""]
-    if report.get("settings"):
-        lines += [f"Settings at this scale: {settings_line(artifact, runs)}.", ""]
-    if extra_overrides:
-        lines += [f"Runs with the overrides `{' '.join(extra_overrides)}`.", ""]
-    lines += [
+    return (
         f"Selection: per cell, the {', '.join(selection.get('choose', [])) or 'run'} with the best "
         f"{selection['metric']} ({selection['mode']}) averaged over {', '.join(selection.get('average', [])) or 'nothing'}"
         + "".join(f"; the row {value_name(key, row)} is the best of {', '.join(value_name(key, m) for m in members)}"
                   for key, rows in (selection.get("merge") or {}).items() for row, members in rows.items()) + "; "
-        f"`ours` is the mean of {report['metric']} over the chosen runs (`runs` of them), ± their standard deviation"
+        f"`ours` is the mean of {report['metric']} over the chosen runs (`runs` of them), ± their sample standard "
+        "deviation (ddof 1)"
         + ("; `range` is their lowest to highest value" if (table["runs"] > 1).any() else "")
         + (f"; `solved` counts those with {report['metric']} >= {report['solved_at']:g} (our threshold)"
-           if report.get("solved_at") is not None else "") + ".",
-        "",
-    ]
+           if report.get("solved_at") is not None else "") + ".")
+
+
+def markdown(artifact: Artifact, runs: Sequence[PlannedRun], table: pd.DataFrame, scale: str,
+             figure_name: str | None, extra_overrides: Sequence[str], findings: Sequence[Finding],
+             run_rows: pd.DataFrame | None = None) -> str:
+    """The page: the three questions (what the paper found, what we measured, whether it shows), the settings and
+    selection, the figure, each finding's check, what this scale shows (computed), the paper's order, the tables.
+    ``run_rows``: one row per planned run (status, cell keys, metrics); without it, the cells' runs stand in."""
+    report, selection, layout = artifact.report, artifact.selection, artifact.layout
+    context = check_context(artifact, table)
+    checked = [check(finding, table, context) for finding in findings]
+    note, budget = reading_of(artifact, scale)
+    if run_rows is None:
+        run_rows = pd.DataFrame({**{key: table[key] for key in report["cells"]},
+                                 "run_id": None, "status": ["done" if runs else "missing" for runs in table["runs"]]})
+    lines = [f"# {artifact.name} ({scale} scale)", "", title_of(artifact, runs), "", f"*{SCALE_NOTES[scale]}*", "",
+             summary_markdown(artifact, runs, run_rows, list(report["cells"]), findings,
+                              [one.holds for one in checked], scale, budget), ""]
+    if report.get("settings"):
+        lines += [f"Settings at this scale: {settings_line(artifact, runs)}.", ""]
+    if extra_overrides:
+        lines += [f"Runs with the overrides `{' '.join(extra_overrides)}`.", ""]
+    lines += [selection_line(artifact, table), ""]
     if figure_name:
         lines += [f"![{artifact.name}]({figure_name})", ""]
-    for finding in findings:
-        lines += ["## The paper's finding and ours", "", finding_markdown(finding, table, report["metric"]), ""]
-    found = ordering(table, cell_names(table, report["cells"]), selection["mode"])
+    if findings:
+        lines += ["## The paper's findings and ours", ""]
+        for number, (finding, one) in enumerate(zip(findings, checked), start=1):
+            lines += [f"### {number}. {finding.source}", "", checked_markdown(finding, one), ""]
+    statements = scale_statements(artifact, table, context.names, scale, context)
+    if statements or note:
+        lines += ["## What this scale shows", "", *(f"{paragraph}\n" for paragraph in statements)]
+        lines += [note.strip(), ""] if note else []
+    groups = order_groups(table, report["cells"])
+    found = ordering(table, list(context.names), selection["mode"], groups)
     if found is not None:
-        lines += ["## The paper's order and ours", "", ordering_markdown(found, report["metric"], selection["mode"]), ""]
-    layout = artifact.layout
+        lines += ["## The paper's order and ours", "",
+                  ordering_markdown(table, list(context.names), found, report["metric"], selection["mode"], groups), ""]
     if isinstance(layout, TableReport) and layout.columns:
         lines += ["## Table", "", wide_markdown(layout, table, selection["mode"],
                                                 printed_ranking(artifact.paper, table, layout)), ""]
@@ -157,9 +195,6 @@ def markdown(artifact: Artifact, runs: Sequence[PlannedRun], table: pd.DataFrame
     if isinstance(layout, ScalingReport):
         lines += ["## Power laws", "", power_laws_markdown(scaling_lines(table, layout.lines, layout.cells),
                                                           layout.lines, report["metric"]), ""]
-    reading = artifact.scales.get(scale, {}).get("reading")
-    if reading:
-        lines += ["## What this scale shows", "", reading.strip(), ""]
     if paper_columns_of(layout):
         lines += ["## The paper's columns and ours", "", paper_columns_markdown(artifact, table), ""]
     lines += ["## Cells", "", cells_markdown(artifact, table)]

@@ -43,7 +43,7 @@ def select_cells(runs: pd.DataFrame, *, cells: list[str], choose: list[str], ave
     For each cell, every combination of the ``choose`` keys (e.g. the learning rate) is scored by its
     ``select_metric`` averaged over the ``average`` keys (e.g. seeds); the best one (``mode`` max or min) is
     chosen, and the cell reports the mean of ``report_metric`` over the chosen combination's runs, their spread
-    (standard deviation, min and max), how many runs it combines and, with ``solved_at``, how many of them reach it;
+    (the sample standard deviation, ddof 1; min and max), how many runs it combines and, with ``solved_at``, how many of them reach it;
     ``values`` holds the chosen runs' own values (ascending), for judgements per run such as the paper's findings;
     each of ``cell_metrics`` (e.g. the parameter count a scaling figure places the cell by) is the mean over the chosen
     runs. A combination whose score is NaN (its runs diverged) is chosen only when every one of the cell's is.
@@ -67,7 +67,7 @@ def select_cells(runs: pd.DataFrame, *, cells: list[str], choose: list[str], ave
             **dict(zip(cells, cell_values)),
             **{f"chosen {key}": value for key, value in zip(choose, best)},
             "ours": chosen[report_metric].mean(),
-            "std": chosen[report_metric].std(ddof=0) if len(chosen) > 1 else 0.0,
+            "std": chosen[report_metric].std(ddof=1) if len(chosen) > 1 else 0.0,  # the sample std
             "min": chosen[report_metric].min(),
             "max": chosen[report_metric].max(),
             "runs": len(chosen),

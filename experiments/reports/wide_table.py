@@ -88,16 +88,17 @@ def wide_markdown(layout, table: pd.DataFrame, mode: str, printed_ranking: pd.Se
 
 def rules_markdown(layout, mode: str) -> str:
     """The page's statement of the X and ranking rules."""
-    better = "higher" if mode == "max" else "lower"
+    best = "highest" if mode == "max" else "lowest"
     lines = []
     if layout.random_baseline:
         lines.append("X: a value that does not beat the column's random baseline (its task's guessing accuracy); "
                      "the paper's X is an empty cell of a row it prints.")
     if layout.ranking:
-        lines.append(f"Ranking: the mean over the {label(layout.columns).lower()} columns of the row's rank ({better} is "
-                     "better; tied values share their best rank; X ranked last, tied with the other X's; a column "
-                     "without a value left out); `paper` ranks the paper's numbers of these rows and columns by the same rule; "
-                     "`paper (printed)`, where shown, is the paper's own ranking, over all of its rows and columns.")
+        lines.append(f"Ranking: the mean over the {label(layout.columns).lower()} columns of the row's rank in the "
+                     f"column (rank 1: the {best} value; tied values share their best rank; X ranked last, tied with "
+                     "the other X's; a column without a value left out), so a lower Ranking is better; `paper` ranks "
+                     "the paper's numbers of these rows and columns by the same rule; `paper (printed)`, where shown, "
+                     "is the paper's own ranking, over all of its rows and columns.")
     return " ".join(lines)
 
 
