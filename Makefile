@@ -9,7 +9,7 @@ JOBS ?= 2
 LAUNCHER ?= local
 BENCH_FLAGS ?=   # e.g. --quick: short sequences, few repeats (a smoke run of the benchmarks)
 
-.PHONY: reproduce params test test-slow test-gpu install-gpu install-mamba bench bench-gpu parity corpus clean
+.PHONY: reproduce params test lint test-slow test-gpu install-gpu install-mamba bench bench-gpu parity corpus clean
 
 $(INSTALLED): pyproject.toml
 	python3 -m venv $(VENV)
@@ -30,11 +30,17 @@ reproduce: $(INSTALLED)
 params: $(INSTALLED)
 	$(VENV)/bin/xlstm-suite params
 
+# On every core (pytest-xdist; a worker takes the next test when it is free), the 15 slowest tests listed at the end.
 test: $(INSTALLED)
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n auto --dist worksteal --durations=15
+
+# ruff's lint rules and its formatter (pyproject.toml), as CI runs them.
+lint: $(INSTALLED)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 test-slow: $(INSTALLED)
-	$(PYTHON) -m pytest -q -m slow
+	$(PYTHON) -m pytest -q -n auto --dist worksteal -m slow
 
 # The GPU suite (kernels against their torch references on CUDA, every model's training steps), in the environment
 # that holds the machine's CUDA torch and the suite (pip install -e ".[test,gpu]"; not .venv, whose torch is the CPU

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from experiments.paths import REPOSITORY_ROOT
 from experiments.sweeps.sweep import run_sweep
 from tests.sweep_fakes import RECORD_RUN, small_artifact
 

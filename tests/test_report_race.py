@@ -6,8 +6,7 @@ import argparse
 import os
 import subprocess
 import sys
-import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -29,7 +28,7 @@ def store(root: Path, count: int) -> Path:
     for run in RUNS[:count]:
         run_dir = run_directory(run, root)
         write_run_inputs(run_dir, run)
-        write_result(run_dir, run, record_run(run.config, run_dir), datetime.now(timezone.utc))
+        write_result(run_dir, run, record_run(run.config, run_dir), datetime.now(UTC))
     return root
 
 

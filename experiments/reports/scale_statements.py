@@ -84,7 +84,7 @@ def best_markdown(table: pd.DataFrame, names: pd.Series, context: CheckContext, 
         return None
     digits = digits_for(shown["ours"])
     parts = []
-    for group, cells in (shown.groupby(groups, sort=False) if groups else [((), shown)]):
+    for _group, cells in (shown.groupby(groups, sort=False) if groups else [((), shown)]):
         best = cells.sort_values("ours", ascending=context.mode == "min", kind="stable").iloc[0]
         label = group_name(groups, best)
         ties = cells[cells["ours"] == best["ours"]]
@@ -100,7 +100,7 @@ def solved_markdown(table: pd.DataFrame, solved_at: float, metric: str, groups: 
     if shown.empty:
         return None
     lines = []
-    for group, cells in (shown.groupby(groups, sort=False) if groups else [((), shown)]):
+    for _group, cells in (shown.groupby(groups, sort=False) if groups else [((), shown)]):
         label = group_name(groups, cells.iloc[0])
         every = [model_name(row.model) for row in cells.itertuples() if row.solved == row.runs]
         some = [f"{model_name(row.model)} ({row.solved} of {row.runs})" for row in cells.itertuples()
@@ -115,7 +115,7 @@ def solved_markdown(table: pd.DataFrame, solved_at: float, metric: str, groups: 
 def separation_markdown(table: pd.DataFrame, names: pd.Series, groups: list[str]) -> str | None:
     """Within each group: the closest two cells' means against the widest range of one cell's seeds."""
     lines = []
-    for group, cells in (table.groupby(groups, sort=False) if groups else [((), table)]):
+    for _group, cells in (table.groupby(groups, sort=False) if groups else [((), table)]):
         found = separation(list(names[cells.index]), list(cells["ours"]), list(cells["min"]), list(cells["max"]),
                            list(cells["runs"]))
         if found is not None:

@@ -30,7 +30,7 @@ def merged_runs(runs: pd.DataFrame, merge: dict[str, dict[Any, list]], cells: li
                                      f"{row!r}")
                 row_of[member] = row
         runs = runs.assign(**{MERGED.format(key): runs[key]})
-        runs[key] = runs[key].map(lambda value: row_of.get(value, value))
+        runs[key] = runs[key].map(lambda value: row_of.get(value, value))  # noqa: B023 (mapped in this iteration)
         chosen_too.append(MERGED.format(key))
     return runs, chosen_too
 

@@ -10,9 +10,9 @@ import fcntl
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from experiments.sweeps.claims import process_is_running
 
