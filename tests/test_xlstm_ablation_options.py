@@ -65,7 +65,7 @@ def test_a_gate_that_is_not_input_dependent_has_no_weight_and_ignores_the_input(
     fixed, dependent = head_gate(False, True, "linspace"), head_gate(True, True, "linspace")
     assert fixed.weight is None and [name for name, _ in fixed.named_parameters()] == ["bias"]
     (bias_only, from_input), (bias_only_again, from_other) = (
-        gate_preactivations(inputs, [fixed, dependent]) for inputs in (x, other))
+        gate_preactivations([inputs], [fixed, dependent]) for inputs in (x, other))
     torch.testing.assert_close(bias_only, fixed.bias[None, :, None].expand(2, 4, 5), rtol=0, atol=0)
     torch.testing.assert_close(bias_only_again, bias_only, rtol=0, atol=0)
     assert (from_input - from_other).abs().min() > 0  # an input-dependent gate sees every input
@@ -74,7 +74,7 @@ def test_a_gate_that_is_not_input_dependent_has_no_weight_and_ignores_the_input(
 def test_the_shared_matmul_gives_each_gate_its_own_pre_activation():
     x = torch.randn(3, 7, 6, dtype=torch.float64)
     gates = [head_gate(True, True, "normal"), head_gate(True, True, "linspace")]
-    for gate, computed in zip(gates, gate_preactivations(x, gates)):
+    for gate, computed in zip(gates, gate_preactivations([x], gates)):
         torch.testing.assert_close(computed, (x @ gate.weight.T + gate.bias).transpose(1, 2), rtol=1e-12, atol=0)
 
 
@@ -118,7 +118,7 @@ def test_fixed_biases_and_missing_weights_change_the_parameter_count_by_exactly_
 
 
 def test_a_forget_gate_bias_of_infinity_is_a_forget_gate_of_exactly_one():
-    f = gate_preactivations(torch.randn(2, 5, 6), [head_gate(False, False, "infinity").float()])[0]
+    f = gate_preactivations([torch.randn(2, 5, 6)], [head_gate(False, False, "infinity").float()])[0]
     assert (f == math.inf).all()
     assert (log_forget_gate(f, "sigmoid") == 0).all()
 

@@ -1,4 +1,5 @@
-"""Building blocks shared by the mLSTM and sLSTM layers: norms, head-wise projections, causal conv."""
+"""Building blocks shared by the mLSTM and sLSTM layers: norms, head-wise projections, causal conv; each in the form
+that runs fastest where it runs (eager on a CPU, or fused by torch.compile)."""
 
 import torch
 import torch.nn.functional as F
@@ -40,11 +41,15 @@ class HeadwiseNorm(nn.Module):
         nn.init.ones_(self.weight)
 
 
-# Up to this many features a head-wise map runs as one dense block-diagonal matmul: it costs dim / block_dim times the
-# FLOPs but replaces num_blocks tiny matmuls, which is 3-12x faster for the 256 features of a small model on this CPU
-# (qkv blocks of 4: einsum 1.1 s vs dense 0.09 s per fwd+bwd at B=2, S=2048; benchmarks/lm_training.py). Wider maps
-# (the paper's 2048 features in blocks of 4: 512x the FLOPs) keep the block-wise einsum.
+# Up to this many features a head-wise map runs in eager mode on a CPU as one dense block-diagonal matmul: it costs
+# dim / block_dim times the FLOPs but replaces num_blocks tiny matmuls, which is 3-12x faster for the 256 features of a
+# small model on this CPU (qkv blocks of 4: einsum 1.1 s vs dense 0.09 s per fwd+bwd at B=2, S=2048;
+# benchmarks/lm_training.py). Wider maps (the paper's 2048 features in blocks of 4: 512x the FLOPs) keep the block-wise
+# einsum there.
 DENSE_HEADWISE_MAX_DIM = 512
+# Blocks up to this size run as a broadcast multiply-and-sum (``broadcast_headwise``) under torch.compile and on a GPU:
+# the mLSTM's q, k, v blocks of 4. Bigger blocks (the sLSTM's one block per head) are matmuls worth a GEMM each.
+BROADCAST_HEADWISE_MAX_BLOCK = 16
 
 
 class HeadwiseLinear(nn.Module):
@@ -60,21 +65,60 @@ class HeadwiseLinear(nn.Module):
         self.bias = nn.Parameter(torch.zeros(dim)) if bias else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[-1] <= DENSE_HEADWISE_MAX_DIM:
-            return F.linear(x, self.dense_weight(), self.bias)  # (..., dim)
-        blocks = x.reshape(*x.shape[:-1], self.num_blocks, -1)  # (..., blocks, in)
-        y = torch.einsum("...bi,boi->...bo", blocks, self.weight).reshape(x.shape)  # (..., dim)
-        return y if self.bias is None else y + self.bias
+        """(..., dim) -> (..., dim)"""
+        return headwise_linear(x, [self])[..., 0, :]
 
-    def dense_weight(self) -> torch.Tensor:
-        """The block-diagonal (dim out, dim in) matrix of the blocks (gradients flow back into them).
 
-        One broadcast product with the identity over blocks (one op forward, two back), not zeros filled by index:
-        on a busy CPU every op is a parallel region that waits for its threads."""
-        num_blocks, block_dim, _ = self.weight.shape
-        identity = torch.eye(num_blocks, dtype=self.weight.dtype, device=self.weight.device)  # (out block, in block)
-        dense = self.weight[:, :, None, :] * identity[:, None, :, None]  # (out block, out, in block, in)
-        return dense.reshape(num_blocks * block_dim, num_blocks * block_dim)
+def headwise_linear(x: torch.Tensor, projections: list[HeadwiseLinear]) -> torch.Tensor:
+    """x (..., dim) through each of ``projections`` (HeadwiseLinear maps of one shape) in one op -> (..., P, dim).
+
+    One op reads x once for all P maps (the mLSTM's q and k of the same input). Its form depends on where it runs:
+    under torch.compile and on a GPU, small blocks are a broadcast multiply-and-sum (``broadcast_headwise``); in eager
+    mode on a CPU, a dense block-diagonal matmul up to DENSE_HEADWISE_MAX_DIM features, else a block-wise einsum
+    (both measured fastest there); bigger blocks elsewhere as on a CPU.
+    """
+    weights = [projection.weight for projection in projections]
+    weight = weights[0][None] if len(weights) == 1 else torch.stack(weights)  # (P, blocks, out, in)
+    P, num_blocks, block_dim, _ = weight.shape
+    dim = num_blocks * block_dim
+    fusing = torch.compiler.is_compiling() or x.device.type != "cpu"
+    if fusing and block_dim <= BROADCAST_HEADWISE_MAX_BLOCK:
+        y = broadcast_headwise(x, weight)  # (..., P, dim)
+    elif dim <= DENSE_HEADWISE_MAX_DIM:
+        y = F.linear(x, block_diagonal(weight)).unflatten(-1, (P, dim))  # (..., P, dim)
+    else:
+        blocks = x.unflatten(-1, (num_blocks, block_dim))  # (..., blocks, in)
+        y = torch.einsum("...bi,pboi->...pbo", blocks, weight).flatten(-2)  # (..., P, dim)
+    biases = [projection.bias for projection in projections]
+    return y if biases[0] is None else y + torch.stack(biases)  # (..., P, dim)
+
+
+def broadcast_headwise(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """x (..., blocks * in), weight (P, blocks, out, in) -> (..., P, blocks * out): each block's inputs times its
+    matrices, summed over the inputs.
+
+    Elementwise and memory-bound: inductor fuses it (forward and backward) into one kernel with its neighbours that
+    reads x once and writes the P outputs, where a matmul per block of 4 is hopeless on a GPU, a dense block-diagonal
+    GEMM costs dim / 4 times the FLOPs (125M xLSTM[1:0], q, k, v at 1536 features in 24 blocks: 1.0 GFLOP per token
+    forward and backward, more than the 0.75 = 6 x 125M of the whole model), and einsum's bmm over the blocks permutes
+    x and its result (layout copies). Eager on a GPU: one multiply (a product block_dim times the output) and one sum,
+    no layout copy. The weight in x's dtype, as autocast gives a matmul's.
+    """
+    P, num_blocks, block_dim, _ = weight.shape
+    blocks = x.unflatten(-1, (1, num_blocks, 1, block_dim))  # (..., 1, blocks, 1, in)
+    return (blocks * weight.to(x.dtype)).sum(-1).flatten(-2)  # (..., P, blocks * out)
+
+
+def block_diagonal(weight: torch.Tensor) -> torch.Tensor:
+    """The block-diagonal (P * dim out, dim in) matrix of P maps' blocks (P, blocks, out, in), gradients flowing back
+    into them.
+
+    One broadcast product with the identity over blocks (one op forward, two back), not zeros filled by index: on a
+    busy CPU every op is a parallel region that waits for its threads."""
+    P, num_blocks, block_dim, _ = weight.shape
+    identity = torch.eye(num_blocks, dtype=weight.dtype, device=weight.device)  # (out block, in block)
+    dense = weight[:, :, :, None, :] * identity[:, None, :, None]  # (P, out block, out, in block, in)
+    return dense.reshape(P * num_blocks * block_dim, num_blocks * block_dim)
 
 
 class CausalConv1d(nn.Module):
@@ -94,15 +138,26 @@ class CausalConv1d(nn.Module):
         nn.init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, S, D) -> (B, S, D): y_t = bias + sum_k weight[:, k] * x_{t - K + 1 + k}, one depthwise conv1d.
+        """(B, S, D) -> (B, S, D): y_t = bias + sum_k weight[:, k] * x_{t - K + 1 + k}.
 
-        Its forward and backward are a few ops where K shifted multiply-adds are ~30 (their backward slices and
-        accumulates per tap): on a busy CPU each op is a parallel region that waits for its threads, and the LM
-        training step (benchmarks/lm_training.py, 2 threads, machine shared) ran 0.60x -> 0.93x a same-size Llama;
-        with one thread both forms cost the same."""
+        Eager, one depthwise conv1d: its forward and backward are a few ops where K shifted multiply-adds are ~30
+        (their backward slices and accumulates per tap): on a busy CPU each op is a parallel region that waits for its
+        threads, and the LM training step (benchmarks/lm_training.py, 2 threads, machine shared) ran 0.60x -> 0.93x a
+        same-size Llama; with one thread both forms cost the same. Under torch.compile, the K shifted multiply-adds:
+        elementwise in the (B, S, D) layout, they fuse with the swish after them into one kernel, where inductor
+        leaves a convolution to an external kernel with a layout copy on each side."""
+        if torch.compiler.is_compiling():
+            return self.shifted_sum(x)
         padded = F.pad(x.transpose(1, 2), (self.kernel_size - 1, 0))  # (B, D, K - 1 + S)
         y = F.conv1d(padded, self.weight, self.bias, groups=self.weight.shape[0])  # (B, D, S)
         return y.transpose(1, 2).contiguous()  # (B, S, D)
+
+    def shifted_sum(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, S, D) -> (B, S, D), the convolution as K shifted multiply-adds over the time-padded input."""
+        S, taps = x.shape[1], self.weight[:, 0, :]  # taps (D, K)
+        padded = F.pad(x, (0, 0, self.kernel_size - 1, 0))  # (B, K - 1 + S, D)
+        terms = (padded[:, k : k + S] * taps[:, k] for k in range(self.kernel_size))  # (B, S, D) each
+        return sum(terms, self.bias)  # (B, S, D)
 
     def init_state(self, batch: int, dim: int, *, dtype=None, device=None) -> torch.Tensor:
         return torch.zeros(batch, self.kernel_size - 1, dim, dtype=dtype, device=device)  # (B, K-1, D)

@@ -44,15 +44,24 @@ class HeadGate(nn.Module):
             BIAS_INITS[self.bias_init](self.bias)
 
 
-def gate_preactivations(x: torch.Tensor, gates: list[HeadGate]) -> list[torch.Tensor]:
-    """x (B, S, in) -> each gate's pre-activation (B, NH, S). The input-dependent gates share one matmul (half the
-    backward passes over x of one per gate); the others are their bias at every step."""
-    B, S, _ = x.shape
+def gate_preactivations(inputs: list[torch.Tensor], gates: list[HeadGate]) -> list[torch.Tensor]:
+    """The gates' input in consecutive feature parts, each (B, S, in_p) -> each gate's pre-activation (B, NH, S).
+
+    The input-dependent gates share one matmul per part (half the backward passes over the input of one per gate), and
+    the parts are never concatenated: the mLSTM's gates read [q, k, v], and a concatenation would copy them and keep
+    the copy for the backward beside the q, k, v that a kernel reading them in place keeps (our Triton kernel; the
+    CPU torch kernel keeps chunked copies of its own). The other gates are their bias at every step; under autocast
+    the parts' products are summed in its dtype."""
+    B, S, _ = inputs[0].shape
     dependent = [gate for gate in gates if gate.weight is not None]
     computed = iter([])
     if dependent:
         weight = torch.cat([gate.weight for gate in dependent])  # (k NH, in)
         bias = torch.cat([gate.bias for gate in dependent])  # (k NH,)
-        computed = iter(F.linear(x, weight, bias).transpose(1, 2).chunk(len(dependent), dim=1))  # (B, NH, S) each
+        weights = weight.split([x.shape[-1] for x in inputs], dim=1)  # (k NH, in_p) each
+        preactivation = F.linear(inputs[0], weights[0], bias)  # (B, S, k NH)
+        for x, part_weight in zip(inputs[1:], weights[1:]):
+            preactivation = preactivation + F.linear(x, part_weight)
+        computed = iter(preactivation.transpose(1, 2).chunk(len(dependent), dim=1))  # (B, NH, S) each
     return [next(computed) if gate.weight is not None else
-            gate.bias.to(x.dtype)[None, :, None].expand(B, -1, S) for gate in gates]
+            gate.bias.to(inputs[0].dtype)[None, :, None].expand(B, -1, S) for gate in gates]

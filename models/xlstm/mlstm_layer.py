@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import kernels.mlstm as mlstm_kernels
-from models.xlstm.components import CausalConv1d, HeadwiseLinear, HeadwiseNorm
+from models.xlstm.components import CausalConv1d, HeadwiseLinear, HeadwiseNorm, headwise_linear
 from models.xlstm.config import MLSTMLayerConfig
 from models.xlstm.gates import HeadGate, gate_preactivations
 from models.xlstm.init import small_init_, wang_init_
@@ -71,8 +71,8 @@ class MLSTMCellLayer(nn.Module):
         self.norm.reset_parameters()
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, S, inner) -> (B, NH, S, DH)"""
-        return x.reshape(*x.shape[:2], self.config.num_heads, self.head_dim).transpose(1, 2)
+        """(B, S, inner) -> (B, NH, S, DH), a view (never a copy) of x, whose features may be strided as a whole"""
+        return x.view(*x.shape[:2], self.config.num_heads, self.head_dim).transpose(1, 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(B, S, D) -> (B, S, D)"""
@@ -155,9 +155,12 @@ class MLSTMLayer(MLSTMCellLayer):
         return x_mlstm, z
 
     def _qkv_gates(self, x_mlstm: torch.Tensor, x_conv: torch.Tensor):
-        q, k, v = self.q_proj(x_conv), self.k_proj(x_conv), self.v_proj(x_mlstm)  # (B, S, inner) each
-        gate_input = torch.cat([q, k, v], dim=-1)  # (B, S, 3 inner)
-        i, f = gate_preactivations(gate_input, [self.input_gate, self.forget_gate])  # (B, NH, S) each
+        """q and k of x_conv in one op, v of x_mlstm, each viewed in the kernel's (B, NH, S, DH) layout without a
+        copy; the gates read [q, k, v] as its parts [q k] and v."""
+        qk = headwise_linear(x_conv, [self.q_proj, self.k_proj])  # (B, S, 2, inner)
+        v = self.v_proj(x_mlstm)  # (B, S, inner)
+        i, f = gate_preactivations([qk.flatten(-2), v], [self.input_gate, self.forget_gate])  # (B, NH, S) each
+        q, k = qk.unbind(-2)  # (B, S, inner) each, strided
         return self._heads(q), self._heads(k), self._heads(v), i, f
 
     def _output(self, h: torch.Tensor, x_conv: torch.Tensor, z: torch.Tensor) -> torch.Tensor:

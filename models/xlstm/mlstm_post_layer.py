@@ -42,7 +42,7 @@ class MLSTMPostUpProjectionLayer(MLSTMCellLayer):
 
     def _qkv_gates(self, x: torch.Tensor, x_conv: torch.Tensor):
         q, k, v = self.q_proj(x_conv), self.k_proj(x_conv), self.v_proj(x)  # (B, S, D) each
-        i, f = gate_preactivations(x, [self.input_gate, self.forget_gate])  # (B, NH, S) each
+        i, f = gate_preactivations([x], [self.input_gate, self.forget_gate])  # (B, NH, S) each
         return self._heads(q), self._heads(k), self._heads(v), i, f
 
     def _output(self, h: torch.Tensor, x_conv: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
