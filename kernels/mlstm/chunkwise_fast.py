@@ -18,7 +18,12 @@ import torch
 from kernels.mlstm.chunking import C_part, blocks, join_state, merge_chunks, n_part, scan_states, split_into_chunks
 from kernels.mlstm.chunkwise_backward import chunkwise_backward
 from kernels.mlstm.chunkwise_gates import (
-    ChunkGates, chunk_gates, gate_dtype, gate_matrix, gated_scores, normaliser_slope,
+    ChunkGates,
+    chunk_gates,
+    gate_dtype,
+    gate_matrix,
+    gated_scores,
+    normaliser_slope,
 )
 from kernels.mlstm.gates import MLSTMState
 

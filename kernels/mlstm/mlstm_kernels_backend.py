@@ -98,7 +98,8 @@ def _torch_fallback(op: str, reason: str, device: torch.device):
     """The torch backend of ``op``, warning once per reason."""
     if reason not in _warned:
         _warned.add(reason)
-        warnings.warn(f"backend 'mlstm_kernels' cannot run {op} with {reason}; using the torch backend", RuntimeWarning)
+        warnings.warn(f"backend 'mlstm_kernels' cannot run {op} with {reason}; using the torch backend", RuntimeWarning,
+                      stacklevel=2)
     return resolve(op, "torch", device)
 
 

@@ -18,8 +18,15 @@ def official_config(ratio: str, embedding_dim: int, context_length: int, vocab_s
     """The official ``xLSTMBlockStackConfig`` of ratio ``ratio``'s small stack (``xLSTMLMModelConfig`` when
     ``vocab_size`` is given): 4 heads, causal convolutions of 4, q/k/v blocks of 4, the sLSTM's "vanilla" (CPU)
     backend with the power-law bias init, and a GeLU MLP of factor 1.3 after each sLSTM."""
-    from xlstm import (FeedForwardConfig, mLSTMBlockConfig, mLSTMLayerConfig, sLSTMBlockConfig, sLSTMLayerConfig,
-                       xLSTMBlockStackConfig, xLSTMLMModelConfig)
+    from xlstm import (
+        FeedForwardConfig,
+        mLSTMBlockConfig,
+        mLSTMLayerConfig,
+        sLSTMBlockConfig,
+        sLSTMLayerConfig,
+        xLSTMBlockStackConfig,
+        xLSTMLMModelConfig,
+    )
 
     if ratio not in SMALL_STACKS:
         raise ValueError(f"unknown xLSTM ratio {ratio!r}; valid choices: {list(SMALL_STACKS)}")

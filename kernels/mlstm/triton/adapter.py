@@ -63,7 +63,7 @@ def chunkwise_triton(q, k, v, i, f, *, initial_state, return_state, forget_gate,
         if reason not in _warned:
             _warned.add(reason)
             warnings.warn(f"backend 'triton' cannot run mlstm.chunkwise with {reason}; using the torch backend",
-                          RuntimeWarning)
+                          RuntimeWarning, stacklevel=2)
         options = dict(initial_state=initial_state, return_state=return_state, forget_gate=forget_gate, eps=eps)
         return resolve("mlstm.chunkwise", "torch", q.device)(q, k, v, i, f, **options, chunk_size=chunk_size)
     from kernels.mlstm.triton.function import ChunkwiseMLSTMTriton

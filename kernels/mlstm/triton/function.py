@@ -19,7 +19,10 @@ import torch
 from triton.runtime.jit import JITFunction
 
 from kernels.mlstm.triton.backward_kernels import (
-    key_gradients_kernel, normaliser_gradients_kernel, query_gradients_kernel, score_gradients_kernel,
+    key_gradients_kernel,
+    normaliser_gradients_kernel,
+    query_gradients_kernel,
+    score_gradients_kernel,
     value_gradients_kernel,
 )
 from kernels.mlstm.triton.forward_kernels import gated_scores_kernel, outputs_kernel
