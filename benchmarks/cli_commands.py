@@ -37,13 +37,19 @@ def timed(command: list[str], cache: Path) -> tuple[float, float]:
     environment = os.environ | {CACHE_VARIABLE: str(cache), "PYTHONPATH": str(REPOSITORY_ROOT)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    finished = subprocess.run([sys.executable, "-m", "experiments.cli", *command], cwd=REPOSITORY_ROOT, env=environment,
-                              capture_output=True, text=True)
+    finished = subprocess.run(
+        [sys.executable, "-m", "experiments.cli", *command],
+        cwd=REPOSITORY_ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if finished.returncode != 0:
-        raise RuntimeError(f"xlstm-suite {' '.join(command)} failed ({finished.returncode}): "
-                           f"{finished.stderr.strip()[-2000:]}")
+        raise RuntimeError(
+            f"xlstm-suite {' '.join(command)} failed ({finished.returncode}): {finished.stderr.strip()[-2000:]}"
+        )
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
@@ -53,14 +59,23 @@ def command_rows(label: str, command: list[str], repeats: int) -> list[Compariso
         cold = timed(command, Path(folder))
         warm = [timed(command, Path(folder)) for _ in range(repeats)]
     warm_wall, warm_cpu = statistics.median(wall for wall, _ in warm), statistics.median(cpu for _, cpu in warm)
-    return [row(label, "warm", warm_wall, warm_cpu, WARM_BUDGET_SECONDS),
-            row(label, "cold", *cold, COLD_BUDGET_SECONDS)]
+    return [
+        row(label, "warm", warm_wall, warm_cpu, WARM_BUDGET_SECONDS),
+        row(label, "cold", *cold, COLD_BUDGET_SECONDS),
+    ]
 
 
 def row(label: str, cache: str, wall: float, cpu: float, budget: float) -> Comparison:
     load = os.getloadavg()[0]
-    return Comparison(f"cli: {label}", f"{cache} cache; {cpu:.1f} s CPU; load {load:.1f}", "ms", 1000 * wall,
-                      f"issue 34's budget ({budget:g} s {cache})", 1000 * budget, target=1.0)
+    return Comparison(
+        f"cli: {label}",
+        f"{cache} cache; {cpu:.1f} s CPU; load {load:.1f}",
+        "ms",
+        1000 * wall,
+        f"issue 34's budget ({budget:g} s {cache})",
+        1000 * budget,
+        target=1.0,
+    )
 
 
 def comparisons(repeats: int, artifacts: list[str] | None = None) -> list[Comparison]:
@@ -69,16 +84,22 @@ def comparisons(repeats: int, artifacts: list[str] | None = None) -> list[Compar
     rows += command_rows("list", ["list"], repeats)
     for name in artifacts or known_artifacts():
         if "paper" in load_artifact(name).scales:
-            rows += command_rows(f"sweep {name} --scale paper --dry-run",
-                                 ["sweep", name, "--scale", "paper", "--dry-run"], repeats)
+            rows += command_rows(
+                f"sweep {name} --scale paper --dry-run", ["sweep", name, "--scale", "paper", "--dry-run"], repeats
+            )
     return rows
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3, help="warm runs per command (their median is reported)")
-    parser.add_argument("--artifacts", nargs="+", choices=known_artifacts(), metavar="NAME",
-                        help="the artifacts whose paper dry runs to time (default: every artifact)")
+    parser.add_argument(
+        "--artifacts",
+        nargs="+",
+        choices=known_artifacts(),
+        metavar="NAME",
+        help="the artifacts whose paper dry runs to time (default: every artifact)",
+    )
     arguments = parser.parse_args(argv)
     console = Console(width=200)
     for comparison in comparisons(arguments.repeats, arguments.artifacts):

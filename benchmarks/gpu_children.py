@@ -26,10 +26,20 @@ def last_line(text: str) -> str:
 
 def run_child(arguments: list[str], timeout_seconds: float, environment: dict[str, str] | None = None) -> dict:
     """``python <arguments>`` from the repository root, killed with its process group after ``timeout_seconds``."""
-    child_environment = {**os.environ, **(environment or {}),
-                         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPOSITORY), os.environ.get("PYTHONPATH")]))}
-    with subprocess.Popen([sys.executable, *arguments], cwd=REPOSITORY, env=child_environment, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, start_new_session=True) as child:
+    child_environment = {
+        **os.environ,
+        **(environment or {}),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPOSITORY), os.environ.get("PYTHONPATH")])),
+    }
+    with subprocess.Popen(
+        [sys.executable, *arguments],
+        cwd=REPOSITORY,
+        env=child_environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as child:
         try:
             stdout, stderr = child.communicate(timeout=timeout_seconds)
         except subprocess.TimeoutExpired:

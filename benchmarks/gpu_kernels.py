@@ -70,12 +70,14 @@ def _function(backend: str):
 
         def chunkwise(*args, **options):
             return public_chunkwise(*args, **options, backend="torch")
+
     options = dict(initial_state=None, return_state=False, forget_gate="sigmoid", eps=1e-6, chunk_size=CHUNK)
     return lambda q, k, v, i, f: chunkwise(q, k, v, i, f, **options)
 
 
 def _run(function, inputs, upstream, mode: str):
     """A no-argument callable: one forward (without grad) or forward and backward, synchronised."""
+
     def forward():
         with torch.no_grad():
             function(*inputs)
@@ -106,11 +108,20 @@ def _child(S: int, DH: int, backends: list[str], repeats: int, tfla_switch: bool
     environment = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
     if tfla_switch:
         environment["DISABLE_LLVM_OPT"] = "1"
-    command = [sys.executable, "-m", "benchmarks.gpu_kernels", "--child", str(S), str(DH), ",".join(backends),
-               str(repeats)]
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.gpu_kernels",
+        "--child",
+        str(S),
+        str(DH),
+        ",".join(backends),
+        str(repeats),
+    ]
     try:
-        process = subprocess.run(command, cwd=REPOSITORY, env=environment, capture_output=True, text=True,
-                                 timeout=CHILD_TIMEOUT)
+        process = subprocess.run(
+            command, cwd=REPOSITORY, env=environment, capture_output=True, text=True, timeout=CHILD_TIMEOUT
+        )
     except subprocess.TimeoutExpired:
         return None, f"timed out after {CHILD_TIMEOUT} s"
     if process.returncode != 0:
@@ -166,8 +177,17 @@ def mlstm_kernel_grid(repeats: int = 5) -> list[Comparison]:
                 for peer in (p for p in PEER_NAMES if p not in failures):
                     sdpa_target = peer == "sdpa" and mode == "fwd+bwd" and S >= SDPA_TARGET_FROM
                     target = 1.0 if peer == "tfla" or sdpa_target else None
-                    rows.append(Comparison(f"mLSTM chunkwise {mode}, bf16", shape, "ms", times[mode]["triton"],
-                                           PEER_NAMES[peer], times[mode][peer], target))
+                    rows.append(
+                        Comparison(
+                            f"mLSTM chunkwise {mode}, bf16",
+                            shape,
+                            "ms",
+                            times[mode]["triton"],
+                            PEER_NAMES[peer],
+                            times[mode][peer],
+                            target,
+                        )
+                    )
     return rows
 
 

@@ -116,10 +116,14 @@ def selective_scan_grid(repeats: int) -> list[Comparison]:
         if name == OURS or isinstance(peer, str):
             continue
         if abs(peer["y_norm"] - ours["y_norm"]) > NORM_AGREEMENT * ours["y_norm"]:
-            print(f"gpu_selective_scan: |y| of {name} ({peer['y_norm']:.6g}) differs from ours ({ours['y_norm']:.6g})",
-                  file=sys.stderr)
-        rows += [Comparison(f"selective scan {mode}", shape, "ms", ours[mode] * 1e3, name, peer[mode] * 1e3)
-                 for mode in MODES]
+            print(
+                f"gpu_selective_scan: |y| of {name} ({peer['y_norm']:.6g}) differs from ours ({ours['y_norm']:.6g})",
+                file=sys.stderr,
+            )
+        rows += [
+            Comparison(f"selective scan {mode}", shape, "ms", ours[mode] * 1e3, name, peer[mode] * 1e3)
+            for mode in MODES
+        ]
     return rows
 
 

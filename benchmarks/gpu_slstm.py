@@ -73,6 +73,7 @@ def _scan_function(name: str):
         def ours_or_compiled(wx, R, b):
             with torch.autocast("cuda", dtype=torch.bfloat16):
                 return slstm.scan(wx, R, b, backend=name)
+
         return ours_or_compiled
     from flashrnn import flashrnn
 
@@ -82,6 +83,7 @@ def _scan_function(name: str):
         R_theirs = R.transpose(-1, -2).bfloat16()  # (4, NH, DH_out, DH_in)
         states, _ = flashrnn(wx, R_theirs, b.bfloat16(), function="slstm", backend=backend, dtype="bfloat16")
         return states[0]  # states (4: h, c, n, m, B, S, NH, DH)
+
     return flashrnn_scan
 
 
@@ -111,8 +113,17 @@ def child(name: str, head_dim: int, repeats: int) -> dict[str, float]:
 
 def run_child(name: str, head_dim: int, repeats: int) -> dict[str, float] | str:
     """Candidate ``name`` timed in a child process: its result, or why it failed."""
-    command = [sys.executable, "-m", "benchmarks.gpu_slstm", "--child", name, "--head-dims", str(head_dim),
-               "--repeats", str(repeats)]
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.gpu_slstm",
+        "--child",
+        name,
+        "--head-dims",
+        str(head_dim),
+        "--repeats",
+        str(repeats),
+    ]
     try:
         finished = subprocess.run(command, capture_output=True, text=True, timeout=CHILD_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
@@ -141,10 +152,15 @@ def slstm_grid(repeats: int, head_dims=HEAD_DIMS, flashrnn_cuda: bool = False) -
             if name == OURS or isinstance(peer, str):
                 continue
             if abs(peer["h_norm"] - ours["h_norm"]) > NORM_AGREEMENT * ours["h_norm"]:
-                print(f"gpu_slstm: |h| of {name} ({peer['h_norm']:.6g}) differs from ours ({ours['h_norm']:.6g}) at "
-                      f"DH={head_dim}", file=sys.stderr)
-            rows += [Comparison(f"sLSTM scan {mode}", shape, "ms", ours[mode] * 1e3, name, peer[mode] * 1e3)
-                     for mode in MODES]
+                print(
+                    f"gpu_slstm: |h| of {name} ({peer['h_norm']:.6g}) differs from ours ({ours['h_norm']:.6g}) at "
+                    f"DH={head_dim}",
+                    file=sys.stderr,
+                )
+            rows += [
+                Comparison(f"sLSTM scan {mode}", shape, "ms", ours[mode] * 1e3, name, peer[mode] * 1e3)
+                for mode in MODES
+            ]
     return rows
 
 

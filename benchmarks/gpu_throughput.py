@@ -41,8 +41,24 @@ FIRST = (REFERENCE, "xlstm_1_0", "xlstm_7_1", "rwkv5", "rwkv4", "mamba")
 DEVICE_PEAKS = (("NVL", None), ("H100 PCIe", 756.0), ("H200", 989.0), ("H100", 989.0), ("A100", 312.0))
 PER_MODEL_SECONDS = 240.0  # a model's child: build, compile its kernels and probes, four steps
 MIN_CHILD_SECONDS = 20.0  # a budget with less left starts no further child
-COLUMNS = ("device", "model", "size", "batch", "context", "micro_batch", "precision", "tokens_per_s", "step_ms",
-           "training_flops_per_token", "peak_tflops", "mfu", "peak_memory_gib", "ratio_to_llama", "status", "torch")
+COLUMNS = (
+    "device",
+    "model",
+    "size",
+    "batch",
+    "context",
+    "micro_batch",
+    "precision",
+    "tokens_per_s",
+    "step_ms",
+    "training_flops_per_token",
+    "peak_tflops",
+    "mfu",
+    "peak_memory_gib",
+    "ratio_to_llama",
+    "status",
+    "torch",
+)
 
 
 def device_peak_tflops(device_name: str) -> float | None:
@@ -62,21 +78,33 @@ def settings(models: list[str] | None = None) -> list[StepSetting]:
     unknown = sorted(set(models or []) - set(known))
     if unknown:
         raise ValueError(f"unknown language models {unknown}; valid choices: {known}")
-    chosen = sorted(set(models or known) | {REFERENCE}, key=lambda model: (
-        FIRST.index(model) if model in FIRST else len(FIRST), known.index(model)))
+    chosen = sorted(
+        set(models or known) | {REFERENCE},
+        key=lambda model: (FIRST.index(model) if model in FIRST else len(FIRST), known.index(model)),
+    )
     return [StepSetting(model, smallest_size(model), BATCH, CONTEXT) for model in chosen]
 
 
 def training_flops_per_token(model: str, size: str, context: int) -> float:
     preset = language_model_sizes()[model][size]
-    return flops_per_token(model, preset["embedding_dim"], preset["num_blocks"], preset["options"],
-                           sequence_length=context, output_size=GPT2_VOCAB_PADDED).training
+    return flops_per_token(
+        model,
+        preset["embedding_dim"],
+        preset["num_blocks"],
+        preset["options"],
+        sequence_length=context,
+        output_size=GPT2_VOCAB_PADDED,
+    ).training
 
 
-def measure_within_budget(plan: list[StepSetting], budget_seconds: float,
-                          measure: Callable[[StepSetting, float], dict] = measure_in_child,
-                          clock: Callable[[], float] = time.monotonic, per_model_seconds: float = PER_MODEL_SECONDS,
-                          progress: Callable[[list], None] = lambda results: None) -> list[tuple[StepSetting, dict]]:
+def measure_within_budget(
+    plan: list[StepSetting],
+    budget_seconds: float,
+    measure: Callable[[StepSetting, float], dict] = measure_in_child,
+    clock: Callable[[], float] = time.monotonic,
+    per_model_seconds: float = PER_MODEL_SECONDS,
+    progress: Callable[[list], None] = lambda results: None,
+) -> list[tuple[StepSetting, dict]]:
     """Each setting's result in order, each child limited to what is left of ``budget_seconds``; those the budget
     does not reach get {"status": "not run: ..."}. ``progress`` gets the results so far after each measurement."""
     started = clock()
@@ -107,21 +135,34 @@ class Device:
 
 def throughput_rows(results: list[tuple[StepSetting, dict]], device: Device) -> list[dict]:
     """One row per model (COLUMNS): its rate, MFU, memory and ratio to the reference measured in the same run."""
-    reference = next((result for setting, result in results
-                      if setting.model == REFERENCE and result["status"] == OK), None)
+    reference = next(
+        (result for setting, result in results if setting.model == REFERENCE and result["status"] == OK), None
+    )
     rows = []
     for setting, result in results:
         flops = training_flops_per_token(setting.model, setting.size, setting.context)
-        row = {"device": device.name, "model": setting.model, "size": setting.size, "batch": setting.batch,
-               "context": setting.context, "training_flops_per_token": round(flops), "peak_tflops": device.peak_tflops,
-               "status": result["status"], "torch": device.torch_version, "precision": result.get("precision")}
+        row = {
+            "device": device.name,
+            "model": setting.model,
+            "size": setting.size,
+            "batch": setting.batch,
+            "context": setting.context,
+            "training_flops_per_token": round(flops),
+            "peak_tflops": device.peak_tflops,
+            "status": result["status"],
+            "torch": device.torch_version,
+            "precision": result.get("precision"),
+        }
         if result["status"] == OK:
             rate = result["tokens_per_second"]
-            row |= {"micro_batch": result["micro_batch"], "tokens_per_s": round(rate),
-                    "step_ms": round(result["step_seconds"] * 1e3, 1),
-                    "peak_memory_gib": round(result["peak_memory_bytes"] / 2**30, 2),
-                    "mfu": None if device.peak_tflops is None else round(flops * rate / (device.peak_tflops * 1e12), 4),
-                    "ratio_to_llama": None if reference is None else round(rate / reference["tokens_per_second"], 3)}
+            row |= {
+                "micro_batch": result["micro_batch"],
+                "tokens_per_s": round(rate),
+                "step_ms": round(result["step_seconds"] * 1e3, 1),
+                "peak_memory_gib": round(result["peak_memory_bytes"] / 2**30, 2),
+                "mfu": None if device.peak_tflops is None else round(flops * rate / (device.peak_tflops * 1e12), 4),
+                "ratio_to_llama": None if reference is None else round(rate / reference["tokens_per_second"], 3),
+            }
         rows.append({column: row.get(column) for column in COLUMNS})
     return rows
 
@@ -131,10 +172,18 @@ def comparisons(rows: list[dict]) -> list[Comparison]:
     reference = next((row for row in rows if row["model"] == REFERENCE and row["status"] == OK), None)
     if reference is None:
         return []
-    return [Comparison(f"GPU training step {row['model']} {row['size']}",
-                       f"B={row['batch']} S={row['context']} bf16, {row['device']}", "tokens/s", row["tokens_per_s"],
-                       f"Llama {reference['size']} (same run)", reference["tokens_per_s"])
-            for row in rows if row["status"] == OK and row["model"] != REFERENCE]
+    return [
+        Comparison(
+            f"GPU training step {row['model']} {row['size']}",
+            f"B={row['batch']} S={row['context']} bf16, {row['device']}",
+            "tokens/s",
+            row["tokens_per_s"],
+            f"Llama {reference['size']} (same run)",
+            reference["tokens_per_s"],
+        )
+        for row in rows
+        if row["status"] == OK and row["model"] != REFERENCE
+    ]
 
 
 def with_other_devices(rows: list[dict], destination: Path) -> pd.DataFrame:
@@ -147,8 +196,9 @@ def with_other_devices(rows: list[dict], destination: Path) -> pd.DataFrame:
     return pd.concat([kept, table.astype(object).where(table.notna(), "")], ignore_index=True)
 
 
-def gpu_comparisons(budget_seconds: float, models: list[str] | None = None,
-                    destination: Path = MEASURED_THROUGHPUT) -> list[Comparison]:
+def gpu_comparisons(
+    budget_seconds: float, models: list[str] | None = None, destination: Path = MEASURED_THROUGHPUT
+) -> list[Comparison]:
     """Section ``gpu`` of benchmarks.run: measure, write ``destination``, return the ratios to Llama."""
     if not torch.cuda.is_available():
         raise RuntimeError("benchmarks.gpu_throughput needs a CUDA device (torch.cuda.is_available() is False)")
@@ -156,6 +206,7 @@ def gpu_comparisons(budget_seconds: float, models: list[str] | None = None,
     device = Device(name, device_peak_tflops(name), torch.__version__)
     if device.peak_tflops is None:
         print(f"  no dense bf16 peak listed for {name!r} (benchmarks.gpu_throughput.DEVICE_PEAKS): MFU left empty")
+
     def write(results: list[tuple[StepSetting, dict]]) -> list[dict]:
         rows = throughput_rows(results, device)
         write_text_atomic(destination, with_other_devices(rows, destination).to_csv(index=False))

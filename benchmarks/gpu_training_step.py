@@ -58,8 +58,9 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def training_step(model: nn.Module, optimizer: torch.optim.Optimizer, tokens: torch.Tensor, micro_batch: int,
-                  autocast: bool) -> Callable[[], float]:
+def training_step(
+    model: nn.Module, optimizer: torch.optim.Optimizer, tokens: torch.Tensor, micro_batch: int, autocast: bool
+) -> Callable[[], float]:
     """A no-argument callable: one optimizer step over ``tokens`` (B, S + 1) in micro-batches; returns the loss."""
     parts = tokens.split(micro_batch)
 
@@ -78,8 +79,12 @@ def training_step(model: nn.Module, optimizer: torch.optim.Optimizer, tokens: to
     return step
 
 
-def timed_steps(step: Callable[[], float], setting: StepSetting, device: torch.device,
-                clock: Callable[[], float] = time.perf_counter) -> dict:
+def timed_steps(
+    step: Callable[[], float],
+    setting: StepSetting,
+    device: torch.device,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict:
     """Run ``setting.warmup`` then ``setting.steps`` steps: median seconds, peak memory of the timed steps, last
     loss."""
     for _ in range(setting.warmup):
@@ -96,8 +101,12 @@ def timed_steps(step: Callable[[], float], setting: StepSetting, device: torch.d
     return {"step_seconds": statistics.median(seconds), "peak_memory_bytes": peak, "loss": loss}
 
 
-def measure(setting: StepSetting, device: torch.device, build: Callable[[str, str], nn.Module] = build_language_model,
-            vocab_size: int = GPT2_VOCAB_PADDED) -> dict:
+def measure(
+    setting: StepSetting,
+    device: torch.device,
+    build: Callable[[str, str], nn.Module] = build_language_model,
+    vocab_size: int = GPT2_VOCAB_PADDED,
+) -> dict:
     """The step of ``setting`` on ``device``: {"status": "ok", "micro_batch", "step_seconds", "tokens_per_second",
     "peak_memory_bytes", "loss", "precision"}, or {"status": "out of memory at micro-batch 1", "precision"}.
     ``build`` (name, size) -> the model: the paper's language model at that preset."""
@@ -107,8 +116,9 @@ def measure(setting: StepSetting, device: torch.device, build: Callable[[str, st
     if not autocast:
         model.to(torch.bfloat16)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
-    tokens = torch.randint(0, vocab_size, (setting.batch, setting.context + 1),
-                           generator=torch.Generator().manual_seed(0)).to(device)
+    tokens = torch.randint(
+        0, vocab_size, (setting.batch, setting.context + 1), generator=torch.Generator().manual_seed(0)
+    ).to(device)
     precision = "bf16 autocast, float32 weights" if autocast else "bf16 weights (FSDP's parameter dtype)"
     for micro_batch in micro_batches(setting.batch):
         try:
@@ -116,8 +126,13 @@ def measure(setting: StepSetting, device: torch.device, build: Callable[[str, st
         except torch.cuda.OutOfMemoryError:
             timing = None
         if timing is not None:
-            return {"status": OK, "micro_batch": micro_batch, "precision": precision,
-                    "tokens_per_second": setting.batch * setting.context / timing["step_seconds"], **timing}
+            return {
+                "status": OK,
+                "micro_batch": micro_batch,
+                "precision": precision,
+                "tokens_per_second": setting.batch * setting.context / timing["step_seconds"],
+                **timing,
+            }
         optimizer.zero_grad(set_to_none=True)  # the failed attempt's gradients, freed before the next
         gc.collect()
         if device.type == "cuda":

@@ -42,14 +42,33 @@ MODELS = ("llama", "xlstm_1_0", "xlstm_7_1")  # Llama first: the peer of each si
 LM_SHARE = 0.4  # the LM steps' share of the budget; the kernel grid gets the rest
 KERNEL_REPEATS = 3
 DESTINATION = REPORTS / "gpu_xlstm.csv"
-COLUMNS = ("device", "part", "benchmark", "shape", "unit", "ours", "peer_name", "peer", "ratio", "target", "met",
-           "peak_memory_gib", "peer_peak_memory_gib", "status", "torch")
+COLUMNS = (
+    "device",
+    "part",
+    "benchmark",
+    "shape",
+    "unit",
+    "ours",
+    "peer_name",
+    "peer",
+    "ratio",
+    "target",
+    "met",
+    "peak_memory_gib",
+    "peer_peak_memory_gib",
+    "status",
+    "torch",
+)
 SKIPPED_LINE = re.compile(r"^mLSTM kernel grid, (?P<shape>.*): (?P<backend>\w+) skipped \((?P<why>.*)\)$")
 
 
 def lm_settings() -> list[StepSetting]:
-    return [StepSetting(model, size, TOKENS_PER_STEP // context, context)
-            for size in SIZES for context in CONTEXTS for model in MODELS]
+    return [
+        StepSetting(model, size, TOKENS_PER_STEP // context, context)
+        for size in SIZES
+        for context in CONTEXTS
+        for model in MODELS
+    ]
 
 
 def _gib(result: dict) -> float | None:
@@ -66,23 +85,32 @@ def lm_rows(results: list[tuple[StepSetting, dict]]) -> list[dict]:
         peer = peers[(setting.size, setting.context)]
         both = result["status"] == OK and peer["status"] == OK
         status = result["status"] if peer["status"] == OK else f"{result['status']}; Llama: {peer['status']}"
-        comparison = Comparison(f"LM training step {setting.model} {setting.size}",
-                                f"B={setting.batch} S={setting.context} bf16", "tokens/s",
-                                result.get("tokens_per_second", float("nan")), f"Llama {setting.size} (same run)",
-                                peer.get("tokens_per_second", float("nan")))
+        comparison = Comparison(
+            f"LM training step {setting.model} {setting.size}",
+            f"B={setting.batch} S={setting.context} bf16",
+            "tokens/s",
+            result.get("tokens_per_second", float("nan")),
+            f"Llama {setting.size} (same run)",
+            peer.get("tokens_per_second", float("nan")),
+        )
         row = comparison.as_row() if both else {**asdict(comparison), "ours": None, "peer": None}
         if not both and result["status"] == OK:
             row["ours"] = round(result["tokens_per_second"])
         if not both and peer["status"] == OK:
             row["peer"] = round(peer["tokens_per_second"])
-        rows.append(row | {"part": "LM step", "peak_memory_gib": _gib(result), "peer_peak_memory_gib": _gib(peer),
-                           "status": status})
+        rows.append(
+            row
+            | {"part": "LM step", "peak_memory_gib": _gib(result), "peer_peak_memory_gib": _gib(peer), "status": status}
+        )
     return rows
 
 
 def lm_comparisons(rows: list[dict]) -> list[Comparison]:
-    return [Comparison(row["benchmark"], row["shape"], row["unit"], row["ours"], row["peer_name"], row["peer"])
-            for row in rows if row["part"] == "LM step" and row["status"] == OK]
+    return [
+        Comparison(row["benchmark"], row["shape"], row["unit"], row["ours"], row["peer_name"], row["peer"])
+        for row in rows
+        if row["part"] == "LM step" and row["status"] == OK
+    ]
 
 
 def kernel_grid_result(repeats: int) -> dict:
@@ -92,8 +120,11 @@ def kernel_grid_result(repeats: int) -> dict:
     skipped = io.StringIO()
     with contextlib.redirect_stderr(skipped):
         comparisons = mlstm_kernel_grid(repeats)
-    return {"status": OK, "comparisons": [asdict(comparison) for comparison in comparisons],
-            "skipped": skipped.getvalue().splitlines()}
+    return {
+        "status": OK,
+        "comparisons": [asdict(comparison) for comparison in comparisons],
+        "skipped": skipped.getvalue().splitlines(),
+    }
 
 
 def kernel_rows(result: dict) -> tuple[list[dict], list[Comparison]]:
@@ -107,26 +138,44 @@ def kernel_rows(result: dict) -> tuple[list[dict], list[Comparison]]:
         if skipped is None:
             rows.append({"part": "mLSTM kernel", "benchmark": "mLSTM kernel grid", "status": line})
         else:
-            rows.append({"part": "mLSTM kernel", "benchmark": "mLSTM chunkwise", "shape": skipped["shape"],
-                         "peer_name": skipped["backend"], "status": f"skipped: {skipped['why']}"})
+            rows.append(
+                {
+                    "part": "mLSTM kernel",
+                    "benchmark": "mLSTM chunkwise",
+                    "shape": skipped["shape"],
+                    "peer_name": skipped["backend"],
+                    "status": f"skipped: {skipped['why']}",
+                }
+            )
     return rows, comparisons
 
 
 def write_rows(rows: list[dict], device: Device, destination: Path) -> None:
     """``rows`` with the device's name after the rows of the other devices already in ``destination``."""
-    table = pd.DataFrame([{column: (row | {"device": device.name, "torch": device.torch_version}).get(column)
-                           for column in COLUMNS} for row in rows], columns=list(COLUMNS))
+    table = pd.DataFrame(
+        [
+            {column: (row | {"device": device.name, "torch": device.torch_version}).get(column) for column in COLUMNS}
+            for row in rows
+        ],
+        columns=list(COLUMNS),
+    )
     if destination.exists():
         existing = pd.read_csv(destination, dtype=str, keep_default_na=False)
-        table = pd.concat([existing[existing["device"] != device.name], table.astype(object).where(table.notna(), "")],
-                          ignore_index=True)
+        table = pd.concat(
+            [existing[existing["device"] != device.name], table.astype(object).where(table.notna(), "")],
+            ignore_index=True,
+        )
     write_text_atomic(destination, table.to_csv(index=False))
 
 
-def xlstm_comparisons(budget_seconds: float, destination: Path = DESTINATION,
-                      measure: Callable[[StepSetting, float], dict] = measure_in_child,
-                      grid: Callable[[float], dict] | None = None, device: Device | None = None,
-                      clock: Callable[[], float] = time.monotonic) -> list[Comparison]:
+def xlstm_comparisons(
+    budget_seconds: float,
+    destination: Path = DESTINATION,
+    measure: Callable[[StepSetting, float], dict] = measure_in_child,
+    grid: Callable[[float], dict] | None = None,
+    device: Device | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> list[Comparison]:
     """Section ``gpu_xlstm`` of benchmarks.run: the LM steps, then the kernel grid; ``destination`` after each.
     ``measure``, ``grid`` (seconds -> the grid child's result) and ``device`` default to the real ones on CUDA."""
     if device is None:
@@ -134,15 +183,24 @@ def xlstm_comparisons(budget_seconds: float, destination: Path = DESTINATION,
             raise RuntimeError("benchmarks.gpu_xlstm needs a CUDA device (torch.cuda.is_available() is False)")
         name = torch.cuda.get_device_name()
         device = Device(name, device_peak_tflops(name), torch.__version__)
-    grid = grid or (lambda seconds: run_child(["-m", "benchmarks.gpu_xlstm", "--kernel-grid", str(KERNEL_REPEATS)],
-                                              seconds))
+    grid = grid or (
+        lambda seconds: run_child(["-m", "benchmarks.gpu_xlstm", "--kernel-grid", str(KERNEL_REPEATS)], seconds)
+    )
     started = clock()
-    rows = lm_rows(measure_within_budget(lm_settings(), LM_SHARE * budget_seconds, measure, clock,
-                                         progress=lambda results: write_rows(lm_rows(results), device, destination)))
+    rows = lm_rows(
+        measure_within_budget(
+            lm_settings(),
+            LM_SHARE * budget_seconds,
+            measure,
+            clock,
+            progress=lambda results: write_rows(lm_rows(results), device, destination),
+        )
+    )
     write_rows(rows, device, destination)
     left = budget_seconds - (clock() - started)
-    grid_result = grid(left) if left >= MIN_CHILD_SECONDS else \
-        {"status": f"not run: the {budget_seconds:.0f} s budget was spent"}
+    grid_result = (
+        grid(left) if left >= MIN_CHILD_SECONDS else {"status": f"not run: the {budget_seconds:.0f} s budget was spent"}
+    )
     grid_rows, grid_comparisons = kernel_rows(grid_result)
     write_rows(rows + grid_rows, device, destination)
     print(f"  wrote {destination}")
@@ -151,8 +209,13 @@ def xlstm_comparisons(budget_seconds: float, destination: Path = DESTINATION,
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kernel-grid", type=int, metavar="REPEATS", required=True,
-                        help="run the mLSTM kernel grid here and print its result as JSON (the section's child)")
+    parser.add_argument(
+        "--kernel-grid",
+        type=int,
+        metavar="REPEATS",
+        required=True,
+        help="run the mLSTM kernel grid here and print its result as JSON (the section's child)",
+    )
     print(json.dumps(kernel_grid_result(parser.parse_args(argv).kernel_grid)))
     return 0
 

@@ -20,7 +20,11 @@ OFFICIAL_PEERS = {  # formulation -> official native kernels (mlstm_kernels name
     "recurrent": ["native_sequence__native"],
 }
 # the issue's targets: (formulation, mode, S) -> minimum speed-up over the fastest official native kernel
-SPEED_TARGETS = {("chunkwise", "fwd+bwd", 4096): 2.0, ("parallel", "fwd", 4096): 3.0, ("parallel", "fwd+bwd", 4096): 3.0}
+SPEED_TARGETS = {
+    ("chunkwise", "fwd+bwd", 4096): 2.0,
+    ("parallel", "fwd", 4096): 3.0,
+    ("parallel", "fwd+bwd", 4096): 3.0,
+}
 MEMORY_TARGETS = {"chunkwise": 1.0, "parallel": 8.0}  # at S = 4096: official peak / our peak
 
 
@@ -53,15 +57,18 @@ def official(name: str):
 def run_mode(function, inputs, mode: str):
     """A no-argument callable running ``function`` once: forward only, or forward and backward of h.sum()."""
     if mode == "fwd":
+
         def forward():
             with torch.no_grad():
                 function(*inputs)
+
         return forward
 
     def forward_backward():
         for tensor in inputs:
             tensor.grad = None
         function(*inputs).sum().backward()
+
     return forward_backward
 
 
@@ -83,12 +90,30 @@ def mlstm_comparisons(lengths, repeats: int, matmul_peak: float) -> list[Compari
                 times = interleaved_medians(candidates, repeats)
                 peer = min(peers, key=times.get)
                 target = SPEED_TARGETS.get((formulation, mode, S))
-                rows.append(Comparison(f"mLSTM {formulation} {mode}", f"S={S}", "ms", times["ours"] * 1e3, peer,
-                                       times[peer] * 1e3, target))
+                rows.append(
+                    Comparison(
+                        f"mLSTM {formulation} {mode}",
+                        f"S={S}",
+                        "ms",
+                        times["ours"] * 1e3,
+                        peer,
+                        times[peer] * 1e3,
+                        target,
+                    )
+                )
                 if formulation == "chunkwise":
                     gflops = chunkwise_flops(S, mode) / times["ours"] / 1e9
-                    rows.append(Comparison(f"mLSTM chunkwise {mode} GFLOP/s", f"S={S}", "GFLOP/s", gflops,
-                                           "matmul peak", matmul_peak, 0.3 if target else None))
+                    rows.append(
+                        Comparison(
+                            f"mLSTM chunkwise {mode} GFLOP/s",
+                            f"S={S}",
+                            "GFLOP/s",
+                            gflops,
+                            "matmul peak",
+                            matmul_peak,
+                            0.3 if target else None,
+                        )
+                    )
     return rows
 
 
@@ -108,9 +133,15 @@ def memory_comparisons(S: int = 4096) -> list[Comparison]:
     inputs = mlstm_inputs(S)
     peers = {"chunkwise": "chunkwise--native_custbw", "parallel": "parallel--native_custbw"}
     return [
-        Comparison(f"mLSTM {formulation} fwd+bwd peak memory", f"S={S}", "MiB",
-                   training_peak_mib(ours(formulation), inputs), peer, training_peak_mib(official(peer), inputs),
-                   MEMORY_TARGETS[formulation])
+        Comparison(
+            f"mLSTM {formulation} fwd+bwd peak memory",
+            f"S={S}",
+            "MiB",
+            training_peak_mib(ours(formulation), inputs),
+            peer,
+            training_peak_mib(official(peer), inputs),
+            MEMORY_TARGETS[formulation],
+        )
         for formulation, peer in peers.items()
     ]
 
@@ -120,8 +151,15 @@ def memory_scaling_comparisons(lengths=(1024, 4096, 16384)) -> list[Comparison]:
     peaks = {S: training_peak_mib(ours("chunkwise"), mlstm_inputs(S)) for S in lengths}
     shortest = lengths[0]
     return [
-        Comparison("mLSTM chunkwise fwd+bwd memory x S/S0", f"S={S} vs S0={shortest}", "MiB", peaks[S],
-                   f"linear from S0 ({peaks[shortest]:.1f} MiB)", peaks[shortest] * S / shortest, 0.9)
+        Comparison(
+            "mLSTM chunkwise fwd+bwd memory x S/S0",
+            f"S={S} vs S0={shortest}",
+            "MiB",
+            peaks[S],
+            f"linear from S0 ({peaks[shortest]:.1f} MiB)",
+            peaks[shortest] * S / shortest,
+            0.9,
+        )
         for S in lengths[1:]
     ]
 
@@ -144,5 +182,13 @@ def slstm_comparisons(repeats: int) -> list[Comparison]:
         cell(wx.reshape(batch, S, -1))[0].sum().backward()
 
     times = interleaved_medians({"ours": ours_run, "official": official_run}, repeats)
-    return [Comparison("sLSTM scan fwd+bwd", f"B={batch} S={S} NH={heads} DH={head_dim}", "ms", times["ours"] * 1e3,
-                       "xlstm vanilla sLSTMCell", times["official"] * 1e3)]
+    return [
+        Comparison(
+            "sLSTM scan fwd+bwd",
+            f"B={batch} S={S} NH={heads} DH={head_dim}",
+            "ms",
+            times["ours"] * 1e3,
+            "xlstm vanilla sLSTMCell",
+            times["official"] * 1e3,
+        )
+    ]

@@ -65,16 +65,35 @@ def comparisons(context_length: int, repeats: int) -> list[Comparison]:
     for name, blocks in XLSTM_BLOCKS.items():
         xlstm = language_model(name, blocks)
         llama, llama_blocks = same_size_llama(xlstm)
-        seconds = interleaved_medians({"xlstm": training_step(xlstm, tokens), "llama": training_step(llama, tokens)},
-                                      repeats)
-        shape = (f"B={BATCH} S={context_length} E={EMBEDDING} V={VOCAB}, {blocks} vs {llama_blocks} blocks "
-                 f"({non_embedding_parameters(xlstm) / 1e6:.2f}M vs {non_embedding_parameters(llama) / 1e6:.2f}M)")
-        rows.append(Comparison(f"LM training step {name}", shape, "tokens/s", BATCH * context_length / seconds["xlstm"],
-                               "same-size Llama (ours, SDPA)", BATCH * context_length / seconds["llama"],
-                               TARGETS.get(name)))
+        seconds = interleaved_medians(
+            {"xlstm": training_step(xlstm, tokens), "llama": training_step(llama, tokens)}, repeats
+        )
+        shape = (
+            f"B={BATCH} S={context_length} E={EMBEDDING} V={VOCAB}, {blocks} vs {llama_blocks} blocks "
+            f"({non_embedding_parameters(xlstm) / 1e6:.2f}M vs {non_embedding_parameters(llama) / 1e6:.2f}M)"
+        )
+        rows.append(
+            Comparison(
+                f"LM training step {name}",
+                shape,
+                "tokens/s",
+                BATCH * context_length / seconds["xlstm"],
+                "same-size Llama (ours, SDPA)",
+                BATCH * context_length / seconds["llama"],
+                TARGETS.get(name),
+            )
+        )
         if name == "xlstm_1_0":
             step_rate = BATCH * context_length / seconds["xlstm"]
-    rows.append(Comparison("LM data loader", f"B={BATCH} S={context_length}, sample corpus from the token cache",
-                           "tokens/s", loader_tokens_per_second(context_length), "xLSTM[1:0] training step",
-                           step_rate, LOADER_TARGET))
+    rows.append(
+        Comparison(
+            "LM data loader",
+            f"B={BATCH} S={context_length}, sample corpus from the token cache",
+            "tokens/s",
+            loader_tokens_per_second(context_length),
+            "xLSTM[1:0] training step",
+            step_rate,
+            LOADER_TARGET,
+        )
+    )
     return rows

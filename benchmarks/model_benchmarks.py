@@ -28,8 +28,9 @@ def official_and_ours(ratio: str, context_length: int):
     from xlstm import xLSTMLMModel  # the official package is an optional (test) dependency
 
     torch.manual_seed(0)
-    official = xLSTMLMModel(official_config(ratio, embedding_dim=EMBEDDING, context_length=context_length,
-                                            vocab_size=VOCAB))
+    official = xLSTMLMModel(
+        official_config(ratio, embedding_dim=EMBEDDING, context_length=context_length, vocab_size=VOCAB)
+    )
     official.reset_parameters()
     return official, from_official(official)
 
@@ -46,8 +47,11 @@ class LogitsOf(nn.Module):
 
 
 def non_embedding_parameters(model: nn.Module) -> int:
-    return sum(p.numel() for name, p in model.named_parameters() if "embedding" not in name and "lm_head" not in name
-               and "embed_tokens" not in name)
+    return sum(
+        p.numel()
+        for name, p in model.named_parameters()
+        if "embedding" not in name and "lm_head" not in name and "embed_tokens" not in name
+    )
 
 
 def same_size_llama(reference: nn.Module) -> nn.Module:
@@ -57,9 +61,17 @@ def same_size_llama(reference: nn.Module) -> nn.Module:
 
     def build(intermediate_size: int) -> nn.Module:
         torch.manual_seed(0)
-        config = LlamaConfig(vocab_size=VOCAB, hidden_size=EMBEDDING, intermediate_size=intermediate_size,
-                             num_hidden_layers=2, num_attention_heads=HEADS, num_key_value_heads=HEADS,
-                             max_position_embeddings=CONTEXT, tie_word_embeddings=False, attn_implementation="sdpa")
+        config = LlamaConfig(
+            vocab_size=VOCAB,
+            hidden_size=EMBEDDING,
+            intermediate_size=intermediate_size,
+            num_hidden_layers=2,
+            num_attention_heads=HEADS,
+            num_key_value_heads=HEADS,
+            max_position_embeddings=CONTEXT,
+            tie_word_embeddings=False,
+            attn_implementation="sdpa",
+        )
         return LogitsOf(LlamaForCausalLM(config))
 
     target = non_embedding_parameters(reference)
@@ -93,13 +105,40 @@ def training_comparisons(repeats: int) -> list[Comparison]:
             candidates["llama"] = training_step(same_size_llama(ours), tokens)
         rate = {name: BATCH * CONTEXT / seconds for name, seconds in interleaved_medians(candidates, repeats).items()}
         tokens_per_second[ratio] = rate["ours"]
-        rows.append(Comparison(f"training step {ratio}", shape, "tokens/s", rate["ours"], "official xlstm",
-                               rate["official"], OFFICIAL_TARGETS.get(ratio)))
+        rows.append(
+            Comparison(
+                f"training step {ratio}",
+                shape,
+                "tokens/s",
+                rate["ours"],
+                "official xlstm",
+                rate["official"],
+                OFFICIAL_TARGETS.get(ratio),
+            )
+        )
         if "llama" in rate:
-            rows.append(Comparison(f"training step {ratio}", shape, "tokens/s", rate["ours"],
-                                   "same-size Llama (transformers)", rate["llama"], 1.0))
-    rows.append(Comparison("training step sLSTM-only vs mLSTM-only", shape, "tokens/s", tokens_per_second["xlstm_0_1"],
-                           "our xlstm_1_0", tokens_per_second["xlstm_1_0"], 0.5))
+            rows.append(
+                Comparison(
+                    f"training step {ratio}",
+                    shape,
+                    "tokens/s",
+                    rate["ours"],
+                    "same-size Llama (transformers)",
+                    rate["llama"],
+                    1.0,
+                )
+            )
+    rows.append(
+        Comparison(
+            "training step sLSTM-only vs mLSTM-only",
+            shape,
+            "tokens/s",
+            tokens_per_second["xlstm_0_1"],
+            "our xlstm_1_0",
+            tokens_per_second["xlstm_1_0"],
+            0.5,
+        )
+    )
     return rows
 
 
@@ -110,6 +149,7 @@ def official_generate(official: nn.Module, num_tokens: int):
             for _ in range(num_tokens):
                 logits, state = official.step(token, state)  # (1, 1, V)
                 token = logits[:, -1].argmax(-1, keepdim=True)  # (1, 1)
+
     return run
 
 
@@ -121,8 +161,13 @@ def ours_generate(model: nn.Module, num_tokens: int, compile_step: bool):
 def token_times(model: nn.Module, num_tokens: int) -> list[float]:
     """Seconds of each generated token (compiled step)."""
     stamps = [time.perf_counter()]
-    greedy_generate(model, torch.zeros(1, 1, dtype=torch.long), num_tokens, compile_step=True,
-                    on_token=lambda index: stamps.append(time.perf_counter()))
+    greedy_generate(
+        model,
+        torch.zeros(1, 1, dtype=torch.long),
+        num_tokens,
+        compile_step=True,
+        on_token=lambda index: stamps.append(time.perf_counter()),
+    )
     return [later - earlier for earlier, later in zip(stamps, stamps[1:])]
 
 
@@ -138,20 +183,55 @@ def generation_comparisons(num_tokens: int, repeats: int) -> list[Comparison]:
     window = max(num_tokens // 8, 1)
     for ratio in RATIOS:
         official, ours = official_and_ours(ratio, num_tokens)
-        candidates = {"official": official_generate(official, num_tokens),
-                      "ours eager": ours_generate(ours, num_tokens, compile_step=False),
-                      "ours compiled": ours_generate(ours, num_tokens, compile_step=True)}
+        candidates = {
+            "official": official_generate(official, num_tokens),
+            "ours eager": ours_generate(ours, num_tokens, compile_step=False),
+            "ours compiled": ours_generate(ours, num_tokens, compile_step=True),
+        }
         times = {name: seconds / num_tokens * 1e3 for name, seconds in interleaved_medians(candidates, repeats).items()}
         shape = f"{num_tokens} tokens, batch 1"
-        rows.append(Comparison(f"generation {ratio} (compiled step)", shape, "ms/token", times["ours compiled"],
-                               "official step", times["official"], 2.0))
-        rows.append(Comparison(f"generation {ratio} (eager step)", shape, "ms/token", times["ours eager"],
-                               "official step", times["official"]))
+        rows.append(
+            Comparison(
+                f"generation {ratio} (compiled step)",
+                shape,
+                "ms/token",
+                times["ours compiled"],
+                "official step",
+                times["official"],
+                2.0,
+            )
+        )
+        rows.append(
+            Comparison(
+                f"generation {ratio} (eager step)",
+                shape,
+                "ms/token",
+                times["ours eager"],
+                "official step",
+                times["official"],
+            )
+        )
         per_token = token_times(ours, num_tokens)  # medians per window: one slow token is the machine, not the state
-        rows.append(Comparison(f"generation {ratio} flatness", f"last {window} vs first {window} tokens", "ms/token",
-                               statistics.median(per_token[-window:]) * 1e3, f"our first {window} tokens",
-                               statistics.median(per_token[:window]) * 1e3, 0.9))
-        rows.append(Comparison(f"generation {ratio} peak memory", f"{num_tokens} vs {window} tokens", "MiB",
-                               generation_peak_mib(ours, num_tokens), f"ours, {window} tokens",
-                               generation_peak_mib(ours, window), 0.95))
+        rows.append(
+            Comparison(
+                f"generation {ratio} flatness",
+                f"last {window} vs first {window} tokens",
+                "ms/token",
+                statistics.median(per_token[-window:]) * 1e3,
+                f"our first {window} tokens",
+                statistics.median(per_token[:window]) * 1e3,
+                0.9,
+            )
+        )
+        rows.append(
+            Comparison(
+                f"generation {ratio} peak memory",
+                f"{num_tokens} vs {window} tokens",
+                "MiB",
+                generation_peak_mib(ours, num_tokens),
+                f"ours, {window} tokens",
+                generation_peak_mib(ours, window),
+                0.95,
+            )
+        )
     return rows

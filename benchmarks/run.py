@@ -51,8 +51,14 @@ def matmul_peak_gflops(size: int = 2048, repeats: int = 5) -> float:
     return 2 * size**3 / seconds / 1e9
 
 
-def comparisons(section: str, quick: bool, repeats: int, matmul_peak: float, budget_seconds: float | None = None,
-                models: list[str] | None = None):
+def comparisons(
+    section: str,
+    quick: bool,
+    repeats: int,
+    matmul_peak: float,
+    budget_seconds: float | None = None,
+    models: list[str] | None = None,
+):
     if section == "gpu":
         return gpu_throughput.gpu_comparisons(budget_seconds or GPU_BUDGET_SECONDS[section], models)
     if section == "gpu_xlstm":
@@ -61,8 +67,9 @@ def comparisons(section: str, quick: bool, repeats: int, matmul_peak: float, bud
         return kernel_benchmarks.mlstm_comparisons([256] if quick else [256, 1024, 4096], repeats, matmul_peak)
     if section == "memory":
         lengths = (256, 1024) if quick else (1024, 4096, 16384)
-        return kernel_benchmarks.memory_comparisons(1024 if quick else 4096) + \
-            kernel_benchmarks.memory_scaling_comparisons(lengths)
+        return kernel_benchmarks.memory_comparisons(
+            1024 if quick else 4096
+        ) + kernel_benchmarks.memory_scaling_comparisons(lengths)
     if section == "slstm":
         return kernel_benchmarks.slstm_comparisons(repeats)
     if section == "training":
@@ -85,8 +92,10 @@ def with_other_sections(table: pd.DataFrame, destination: Path) -> pd.DataFrame:
         return table
     existing = pd.read_csv(destination, dtype=str, keep_default_na=False)
     if "section" not in existing.columns:
-        raise SystemExit(f"{destination} has no section column (written before sections were recorded): move it "
-                         "aside or run every section")
+        raise SystemExit(
+            f"{destination} has no section column (written before sections were recorded): move it "
+            "aside or run every section"
+        )
     kept = existing[~existing["section"].isin(table["section"])]
     merged = pd.concat([kept, table.astype(object).where(table.notna(), "")], ignore_index=True)
     order = merged["section"].map({name: index for index, name in enumerate(SECTIONS + GPU_SECTIONS)})
@@ -106,42 +115,61 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="short sequences, few tokens, 3 repeats (a smoke run)")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", nargs="+", choices=SECTIONS + GPU_SECTIONS, default=list(SECTIONS), metavar="SECTION",
-                        help=f"sections to run, from {list(SECTIONS)} (default: all of them) and, on a CUDA device, "
-                             f"{list(GPU_SECTIONS)}")
-    parser.add_argument("--budget-seconds", type=float, help="the time budget of each GPU section (default: "
-                        f"{GPU_BUDGET_SECONDS}); what it does not reach is a row saying so")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=SECTIONS + GPU_SECTIONS,
+        default=list(SECTIONS),
+        metavar="SECTION",
+        help=f"sections to run, from {list(SECTIONS)} (default: all of them) and, on a CUDA device, "
+        f"{list(GPU_SECTIONS)}",
+    )
+    parser.add_argument(
+        "--budget-seconds",
+        type=float,
+        help="the time budget of each GPU section (default: "
+        f"{GPU_BUDGET_SECONDS}); what it does not reach is a row saying so",
+    )
     parser.add_argument("--models", nargs="+", help="section gpu: only these language models (and Llama, the peer)")
     arguments = parser.parse_args(argv)
     gpu_sections = [section for section in arguments.only if section in GPU_SECTIONS]
     if arguments.models and "gpu" not in arguments.only:
         parser.error("--models selects the models of section gpu: add --only gpu")
     if gpu_sections and not torch.cuda.is_available():
-        print(f"benchmarks.run: sections {gpu_sections} need a CUDA device and torch sees none "
-              "(torch.cuda.is_available() is False)", file=sys.stderr)
+        print(
+            f"benchmarks.run: sections {gpu_sections} need a CUDA device and torch sees none "
+            "(torch.cuda.is_available() is False)",
+            file=sys.stderr,
+        )
         return 2
     repeats = 3 if arguments.quick else arguments.repeats
     console = Console(width=200)
     if len(gpu_sections) < len(arguments.only):
         peak = matmul_peak_gflops()
-        console.print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, matmul peak {peak:.0f} GFLOP/s "
-                      f"(float32, 2048^2)")
+        console.print(
+            f"torch {torch.__version__}, {torch.get_num_threads()} threads, matmul peak {peak:.0f} GFLOP/s "
+            f"(float32, 2048^2)"
+        )
     else:
         peak = math.nan  # only the GPU sections, which compare against peers measured on the GPU
         console.print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
     rows = []
     for section in arguments.only:
         console.print(f"[bold]{section}[/bold] ...")
-        rows += [{"section": section} | row.as_row() for row in comparisons(
-            section, arguments.quick, repeats, peak, arguments.budget_seconds, arguments.models)]
+        rows += [
+            {"section": section} | row.as_row()
+            for row in comparisons(section, arguments.quick, repeats, peak, arguments.budget_seconds, arguments.models)
+        ]
     if not rows:
         console.print("no comparisons to record (every row above says why)")
         return 0
     table = pd.DataFrame(rows)
     show(table, console)
     missed = table[table["met"] == "NO"]
-    console.print(f"targets met: {(table['met'] == 'yes').sum()} of {(table['met'] != '').sum()}"
-                  + (f"; missed: {', '.join(missed['benchmark'] + ' ' + missed['shape'])}" if len(missed) else ""))
+    console.print(
+        f"targets met: {(table['met'] == 'yes').sum()} of {(table['met'] != '').sum()}"
+        + (f"; missed: {', '.join(missed['benchmark'] + ' ' + missed['shape'])}" if len(missed) else "")
+    )
     destination = REPORTS / ("benchmarks-quick.csv" if arguments.quick else "benchmarks.csv")
     write_text_atomic(destination, with_other_sections(table, destination).to_csv(index=False))
     console.print(f"wrote {destination}")

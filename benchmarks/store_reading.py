@@ -40,8 +40,9 @@ def finished_store(root: Path, log_bytes: int) -> None:
             log.write(HEADER)
             for step in range(rows):
                 log.write(ROW.format(step=step))
-        write_result(run_dir, run, {"val/scaled_accuracy": 0.015625, "test/scaled_accuracy": 0.015625},
-                     datetime.now(UTC))
+        write_result(
+            run_dir, run, {"val/scaled_accuracy": 0.015625, "test/scaled_accuracy": 0.015625}, datetime.now(UTC)
+        )
 
 
 def list_store(root: Path) -> None:
@@ -54,10 +55,20 @@ def comparisons(megabytes: int, repeats: int) -> list[Comparison]:
         long_runs, short_runs = Path(folder) / "long", Path(folder) / "short"
         finished_store(long_runs, megabytes * 2**20)
         finished_store(short_runs, 0)
-        seconds = interleaved_medians({"long": lambda: list_store(long_runs), "short": lambda: list_store(short_runs)},
-                                      repeats)
-    return [Comparison("list: a run store of 6 runs", f"one metrics.csv {megabytes} MB vs 1 row", "ms",
-                       1000 * seconds["long"], "the same store, every log short", 1000 * seconds["short"], target=0.8)]
+        seconds = interleaved_medians(
+            {"long": lambda: list_store(long_runs), "short": lambda: list_store(short_runs)}, repeats
+        )
+    return [
+        Comparison(
+            "list: a run store of 6 runs",
+            f"one metrics.csv {megabytes} MB vs 1 row",
+            "ms",
+            1000 * seconds["long"],
+            "the same store, every log short",
+            1000 * seconds["short"],
+            target=0.8,
+        )
+    ]
 
 
 def main(argv=None) -> int:

@@ -34,7 +34,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
     # xlstm (explicit positions) and xlstm_7_1 (needs >= 4 blocks) have no 2-block form of their own
-    parser.add_argument("--models", nargs="*", default=[n for n in known_backbones() if n not in ("xlstm", "xlstm_7_1")])
+    parser.add_argument(
+        "--models", nargs="*", default=[n for n in known_backbones() if n not in ("xlstm", "xlstm_7_1")]
+    )
     arguments = parser.parse_args(argv)
     unknown = sorted(set(arguments.models) - set(known_backbones()))
     if unknown:
@@ -43,16 +45,21 @@ def main(argv=None) -> int:
     tokens = torch.randint(0, VOCAB, (BATCH, CONTEXT + 1), generator=torch.Generator().manual_seed(0))
     steps = {name: training_step(language_model(name), tokens) for name in names}
     seconds = interleaved_medians(steps, arguments.repeats)
-    rows = [{
-        "model": model_name(name),
-        "ms per step": round(seconds[name] * 1e3, 1),
-        "tokens/s": round(BATCH * CONTEXT / seconds[name]),
-        f"vs {model_name(REFERENCE)}": round(seconds[REFERENCE] / seconds[name], 2),
-    } for name in sorted(names, key=seconds.get)]
+    rows = [
+        {
+            "model": model_name(name),
+            "ms per step": round(seconds[name] * 1e3, 1),
+            "tokens/s": round(BATCH * CONTEXT / seconds[name]),
+            f"vs {model_name(REFERENCE)}": round(seconds[REFERENCE] / seconds[name], 2),
+        }
+        for name in sorted(names, key=seconds.get)
+    ]
     table = pd.DataFrame(rows)
     console = Console(width=120)
-    view = Table(title=f"Training step, E={EMBEDDING}, {BLOCKS} blocks, context {CONTEXT}, batch {BATCH}, "
-                       f"vocabulary {VOCAB}, {torch.get_num_threads()} threads (medians of {arguments.repeats})")
+    view = Table(
+        title=f"Training step, E={EMBEDDING}, {BLOCKS} blocks, context {CONTEXT}, batch {BATCH}, "
+        f"vocabulary {VOCAB}, {torch.get_num_threads()} threads (medians of {arguments.repeats})"
+    )
     for column in table.columns:
         view.add_column(column, justify="left" if column == "model" else "right")
     for row in table.itertuples(index=False):

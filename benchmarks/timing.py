@@ -5,7 +5,9 @@ import time
 from collections.abc import Callable
 
 
-def interleaved_medians(candidates: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1) -> dict[str, float]:
+def interleaved_medians(
+    candidates: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1
+) -> dict[str, float]:
     """Median wall-clock seconds of each candidate over ``repeats`` rounds, after ``warmup`` untimed rounds."""
     for _ in range(warmup):
         for run in candidates.values():

@@ -88,8 +88,10 @@ def planned_runs(check: ParityCheck) -> list[PlannedRun]:
     narrowed = dataclasses.replace(artifact, scales=artifact.scales | {SCALE: mini | {"grid": grid}})
     runs = narrowed.runs(SCALE, [f"trainer.max_steps={check.steps}"] if check.steps is not None else [])
     if len(runs) != len(check.models) * len(check.seeds):
-        raise ValueError(f"{ARTIFACT} {SCALE} has {len(runs)} cells for models {check.models} and seeds {check.seeds}; "
-                         f"expected one per (model, seed): its grid {artifact.grid_of(SCALE)} varies another key")
+        raise ValueError(
+            f"{ARTIFACT} {SCALE} has {len(runs)} cells for models {check.models} and seeds {check.seeds}; "
+            f"expected one per (model, seed): its grid {artifact.grid_of(SCALE)} varies another key"
+        )
     return runs
 
 
@@ -102,8 +104,9 @@ def cache_key(backbone: str, config: DictConfig) -> str:
 
 
 def our_stack_config(model: DictConfig) -> XLSTMStackConfig:
-    return backbone_config(model.name, embedding_dim=model.embedding_dim, num_blocks=model.num_blocks,
-                           **backbone_options(model))
+    return backbone_config(
+        model.name, embedding_dim=model.embedding_dim, num_blocks=model.num_blocks, **backbone_options(model)
+    )
 
 
 def official_stack_config(ours: XLSTMStackConfig, context_length: int):
@@ -118,18 +121,30 @@ def official_stack_config(ours: XLSTMStackConfig, context_length: int):
     )
 
     mlstm, slstm, feedforward = ours.mlstm, ours.slstm, ours.feedforward
-    mlstm_block = mLSTMBlockConfig(mlstm=mLSTMLayerConfig(
-        num_heads=mlstm.num_heads, proj_factor=mlstm.proj_factor, round_proj_up_to_multiple_of=mlstm.round_proj_up_to,
-        conv1d_kernel_size=mlstm.conv1d_kernel_size, qkv_proj_blocksize=mlstm.qkv_proj_blocksize,
-    ))
+    mlstm_block = mLSTMBlockConfig(
+        mlstm=mLSTMLayerConfig(
+            num_heads=mlstm.num_heads,
+            proj_factor=mlstm.proj_factor,
+            round_proj_up_to_multiple_of=mlstm.round_proj_up_to,
+            conv1d_kernel_size=mlstm.conv1d_kernel_size,
+            qkv_proj_blocksize=mlstm.qkv_proj_blocksize,
+        )
+    )
     slstm_block = sLSTMBlockConfig(
         slstm=sLSTMLayerConfig(
-            backend="vanilla", num_heads=slstm.num_heads, conv1d_kernel_size=slstm.conv1d_kernel_size,
-            bias_init=slstm.bias_init, recurrent_weight_init=slstm.recurrent_weight_init,
+            backend="vanilla",
+            num_heads=slstm.num_heads,
+            conv1d_kernel_size=slstm.conv1d_kernel_size,
+            bias_init=slstm.bias_init,
+            recurrent_weight_init=slstm.recurrent_weight_init,
             gradient_recurrent_clipval=slstm.recurrent_grad_clip,
         ),
-        feedforward=FeedForwardConfig(proj_factor=feedforward.proj_factor, act_fn=feedforward.activation,
-                                      round_proj_up_to_multiple_of=feedforward.round_proj_up_to, bias=feedforward.bias),
+        feedforward=FeedForwardConfig(
+            proj_factor=feedforward.proj_factor,
+            act_fn=feedforward.activation,
+            round_proj_up_to_multiple_of=feedforward.round_proj_up_to,
+            bias=feedforward.bias,
+        ),
     )
     return xLSTMBlockStackConfig(
         mlstm_block=mlstm_block if "mlstm" in ours.block_types else None,
@@ -161,8 +176,10 @@ def parameter_count(module: nn.Module) -> int:
 
 def decay_counts(backbone: nn.Module) -> list[tuple[int, int]]:
     """(tensors, parameters) with and without weight decay, grouped as SequenceTaskModule groups them."""
-    return [(len(group["params"]), sum(p.numel() for p in group["params"]))
-            for group in weight_decay_groups(backbone, weight_decay=1.0)]
+    return [
+        (len(group["params"]), sum(p.numel() for p in group["params"]))
+        for group in weight_decay_groups(backbone, weight_decay=1.0)
+    ]
 
 
 def official_trainer_decays(official: nn.Module) -> set[int]:
@@ -178,19 +195,24 @@ def check_same_architecture(name: str, ours: nn.Module, official: nn.Module) -> 
 
     imported = from_official(official).config
     if imported != ours.config:
-        raise ValueError(f"{name}: the official stack's settings differ from ours:\n  official {imported}\n"
-                         f"  ours     {ours.config}")
+        raise ValueError(
+            f"{name}: the official stack's settings differ from ours:\n  official {imported}\n  ours     {ours.config}"
+        )
     if parameter_count(ours) != parameter_count(official):
-        raise ValueError(f"{name}: ours has {parameter_count(ours)} parameters, the official stack "
-                         f"{parameter_count(official)}")
+        raise ValueError(
+            f"{name}: ours has {parameter_count(ours)} parameters, the official stack {parameter_count(official)}"
+        )
     decayed = {id(p) for p in weight_decay_groups(official, weight_decay=1.0)[0]["params"]}
     if decayed != official_trainer_decays(official):
-        raise ValueError(f"{name}: the suite's weight-decay groups of the official stack differ from the official "
-                         "trainer's")
+        raise ValueError(
+            f"{name}: the suite's weight-decay groups of the official stack differ from the official trainer's"
+        )
     ours_groups, official_groups = decay_counts(ours), decay_counts(official)
     if [parameters for _, parameters in ours_groups] != [parameters for _, parameters in official_groups]:
-        raise ValueError(f"{name}: weight-decay groups [(tensors, parameters) decayed, not decayed] differ: ours "
-                         f"{ours_groups}, official {official_groups}")
+        raise ValueError(
+            f"{name}: weight-decay groups [(tensors, parameters) decayed, not decayed] differ: ours "
+            f"{ours_groups}, official {official_groups}"
+        )
 
 
 def architecture_lines(config: DictConfig) -> list[str]:
@@ -227,8 +249,10 @@ def train_run(backbone: str, config: DictConfig) -> dict[str, float]:
         with mock.patch.object(train, "build_backbone_from_config", build_official):
             metrics = train.run_training(config, Path(run_dir))
     if len(built) != 1:
-        raise RuntimeError(f"run_training built {len(built)} backbones through build_backbone_from_config, expected 1: "
-                           "the official backbone was not swapped in; update train_run")
+        raise RuntimeError(
+            f"run_training built {len(built)} backbones through build_backbone_from_config, expected 1: "
+            "the official backbone was not swapped in; update train_run"
+        )
     return metrics
 
 
@@ -237,7 +261,9 @@ def read_cache(path: Path) -> pd.DataFrame:
         return pd.DataFrame(columns=COLUMNS)
     table = pd.read_csv(path, dtype={"config_hash": str, "backbone": str, "model": str, "task": str})
     if list(table.columns) != COLUMNS:
-        raise ValueError(f"{path}: columns {list(table.columns)}, expected {COLUMNS}; move it away to start a new cache")
+        raise ValueError(
+            f"{path}: columns {list(table.columns)}, expected {COLUMNS}; move it away to start a new cache"
+        )
     return table
 
 
@@ -249,9 +275,17 @@ def store_result(path: Path, row: dict) -> None:
 
 def result_row(backbone: str, run: PlannedRun, metrics: dict[str, float], seconds: float) -> dict:
     config = run.config
-    return {"backbone": backbone, "model": config.model.name, "task": config.task.name, "seed": config.seed,
-            "steps": config.trainer.max_steps, "config_hash": cache_key(backbone, config), METRIC: metrics[METRIC],
-            VALIDATION_METRIC: metrics[VALIDATION_METRIC], "seconds": round(seconds, 1)}
+    return {
+        "backbone": backbone,
+        "model": config.model.name,
+        "task": config.task.name,
+        "seed": config.seed,
+        "steps": config.trainer.max_steps,
+        "config_hash": cache_key(backbone, config),
+        METRIC: metrics[METRIC],
+        VALIDATION_METRIC: metrics[VALIDATION_METRIC],
+        "seconds": round(seconds, 1),
+    }
 
 
 def run_missing(runs: list[PlannedRun], cache: Path, train: Train = train_run) -> None:
@@ -279,8 +313,10 @@ def distribution_row(backbone: str, values: list[float]) -> str:
     mean = sum(values) / len(values)
     std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else math.nan
     solved = sum(value >= SOLVED_THRESHOLD for value in values)
-    return (f"| {backbone} | {len(values)} | {', '.join(f'{v:.3f}' for v in values)} | {mean:.3f} | {std:.3f} | "
-            f"{values[0]:.3f} to {values[-1]:.3f} | {solved} of {len(values)} |")
+    return (
+        f"| {backbone} | {len(values)} | {', '.join(f'{v:.3f}' for v in values)} | {mean:.3f} | {std:.3f} | "
+        f"{values[0]:.3f} to {values[-1]:.3f} | {solved} of {len(values)} |"
+    )
 
 
 def rank_test_lines(ours: list[float], official: list[float]) -> list[str]:
@@ -299,31 +335,45 @@ def rank_test_lines(ours: list[float], official: list[float]) -> list[str]:
 
 
 def model_section(model: str, results: pd.DataFrame, architecture: list[str]) -> list[str]:
-    values = {backbone: results.loc[(results["model"] == model) & (results["backbone"] == backbone), METRIC].tolist()
-              for backbone in BACKBONES}
+    values = {
+        backbone: results.loc[(results["model"] == model) & (results["backbone"] == backbone), METRIC].tolist()
+        for backbone in BACKBONES
+    }
     rows = [distribution_row(backbone, values[backbone]) for backbone in BACKBONES if values[backbone]]
     return [
-        f"## {model}", "", *architecture, "",
+        f"## {model}",
+        "",
+        *architecture,
+        "",
         "| backbone | n | sorted values | mean | std | range | solved |",
         "| --- | ---: | --- | ---: | ---: | --- | --- |",
-        *rows, "", *(f"{line}  " for line in rank_test_lines(values["ours"], values["official"])), "",
+        *rows,
+        "",
+        *(f"{line}  " for line in rank_test_lines(values["ours"], values["official"])),
+        "",
     ]
 
 
-def report_markdown(check: ParityCheck, runs: list[PlannedRun], cache: pd.DataFrame,
-                    architectures: dict[str, list[str]]) -> str:
+def report_markdown(
+    check: ParityCheck, runs: list[PlannedRun], cache: pd.DataFrame, architectures: dict[str, list[str]]
+) -> str:
     """The report of the check's runs found in the cache (runs missing from it are counted, not guessed)."""
     keys = {cache_key(backbone, run.config) for run in runs for backbone in BACKBONES}
     results = cache[cache["config_hash"].isin(keys)]
     steps = sorted({run.config.trainer.max_steps for run in runs})
-    selected = ("the checkpoint with the best " + VALIDATION_METRIC if runs[0].config.trainer.checkpoint
-                else "the final weights")
+    selected = (
+        "the checkpoint with the best " + VALIDATION_METRIC
+        if runs[0].config.trainer.checkpoint
+        else "the final weights"
+    )
     lines = [
-        "# Training parity with the official xLSTM (xlstm==2.0.6)", "",
+        "# Training parity with the official xLSTM (xlstm==2.0.6)",
+        "",
         f"{ARTIFACT} {SCALE} cells, task {check.task}, {'/'.join(map(str, steps))} steps, seeds "
         f"{', '.join(map(str, check.seeds))}; trained by run_training with our backbone and with the official one. "
         f"Metric: {METRIC} of {selected} (as run_training reports it). Solved: >= {SOLVED_THRESHOLD}. Test: "
-        f"two-sided Mann-Whitney U (scipy), distinguishable when p < {SIGNIFICANCE}.", "",
+        f"two-sided Mann-Whitney U (scipy), distinguishable when p < {SIGNIFICANCE}.",
+        "",
     ]
     if len(results) < len(keys):
         lines += [f"**{len(keys) - len(results)} of {len(keys)} runs are missing from the cache.**", ""]
@@ -337,26 +387,49 @@ def report_markdown(check: ParityCheck, runs: list[PlannedRun], cache: pd.DataFr
 
 def parse_check(argv: list[str] | None) -> ParityCheck:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", nargs="+", choices=MODELS, default=DEFAULT_MODELS, metavar="MODEL",
-                        help=f"from {list(MODELS)} (default: {DEFAULT_MODELS})")
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        choices=MODELS,
+        default=DEFAULT_MODELS,
+        metavar="MODEL",
+        help=f"from {list(MODELS)} (default: {DEFAULT_MODELS})",
+    )
     parser.add_argument("--task", choices=mini_tasks(), default="cycle_nav", help="a task of the mini grid")
-    parser.add_argument("--seeds", nargs="+", type=int, default=DEFAULT_SEEDS, metavar="SEED",
-                        help=f"runs per backbone and model (default: {DEFAULT_SEEDS})")
+    parser.add_argument(
+        "--seeds",
+        nargs="+",
+        type=int,
+        default=DEFAULT_SEEDS,
+        metavar="SEED",
+        help=f"runs per backbone and model (default: {DEFAULT_SEEDS})",
+    )
     parser.add_argument("--steps", type=int, help="training steps (default: the mini budget of the task's cell)")
-    parser.add_argument("--cache", type=Path, default=CACHE,
-                        help="the results CSV; the markdown report goes beside it (default: %(default)s)")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=CACHE,
+        help="the results CSV; the markdown report goes beside it (default: %(default)s)",
+    )
     arguments = parser.parse_args(argv)
     if arguments.steps is not None and arguments.steps < 1:
         parser.error(f"--steps {arguments.steps}: must be >= 1")
-    return ParityCheck(models=arguments.models, task=arguments.task, seeds=sorted(set(arguments.seeds)),
-                       steps=arguments.steps, cache=arguments.cache)
+    return ParityCheck(
+        models=arguments.models,
+        task=arguments.task,
+        seeds=sorted(set(arguments.seeds)),
+        steps=arguments.steps,
+        cache=arguments.cache,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     check = parse_check(argv)
     runs = planned_runs(check)
-    architectures = {model: architecture_lines(next(run.config for run in runs if run.cell["model"] == model))
-                     for model in check.models}
+    architectures = {
+        model: architecture_lines(next(run.config for run in runs if run.cell["model"] == model))
+        for model in check.models
+    }
     for model, lines in architectures.items():
         print("\n".join([f"{model}:", *lines]))
     run_missing(runs, check.cache)

@@ -24,8 +24,9 @@ def write_atomic(path: Path, write: Callable[[IO], None], binary: bool = False) 
     into place; the temporary file is removed on every failure (a full disk may fail the write or only the flush at
     close)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile("wb" if binary else "w", dir=path.parent, prefix=temporary_prefix(path),
-                                         delete=False)
+    handle = tempfile.NamedTemporaryFile(
+        "wb" if binary else "w", dir=path.parent, prefix=temporary_prefix(path), delete=False
+    )
     temporary = Path(handle.name)
     try:
         with handle:
@@ -34,7 +35,9 @@ def write_atomic(path: Path, write: Callable[[IO], None], binary: bool = False) 
         os.replace(temporary, path)
     except BaseException as error:
         temporary.unlink(missing_ok=True)
-        if isinstance(error, OSError) and error.errno is not None and error.filename is None:  # a write or flush names no file
+        if (
+            isinstance(error, OSError) and error.errno is not None and error.filename is None
+        ):  # a write or flush names no file
             raise OSError(error.errno, error.strerror, str(path)) from error
         raise
 

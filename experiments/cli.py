@@ -14,8 +14,9 @@ def _add_report_arguments(parser: argparse.ArgumentParser) -> None:
     """Here rather than in experiments.reports.report: parsing must not import the plotting stack."""
     parser.add_argument("artifact", help="a paper artifact (see `xlstm-suite list`) or 'all'")
     add_scale_argument(parser)
-    parser.add_argument("--force", action="store_true",
-                        help="replace an existing report even if the new one has fewer finished cells")
+    parser.add_argument(
+        "--force", action="store_true", help="replace an existing report even if the new one has fewer finished cells"
+    )
     parser.add_argument("--root", default=None, help="run store (default: results/runs)")
     parser.add_argument("--destination", default=None, help="report folder (default: results/reports)")
     add_overrides_argument(parser, "the Hydra overrides the sweep ran with (an ablation)")
@@ -24,8 +25,13 @@ def _add_report_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_prepare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("artifact", help="the paper artifact whose runs' data to make")
     add_scale_argument(parser)
-    parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
-                        help="only the runs of the cells with this value of a cell key (as the sweep's --where)")
+    parser.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only the runs of the cells with this value of a cell key (as the sweep's --where)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="list the task configs to prepare; make nothing")
     add_overrides_argument(parser, "the Hydra overrides the sweep runs with (e.g. task=offline_docs)")
 
@@ -41,11 +47,20 @@ def _parser() -> argparse.ArgumentParser:
     train = commands.add_parser("train", help="one training run from Hydra overrides, e.g. model=xlstm_0_1 task=parity")
     train.add_argument("overrides", nargs="*", help="Hydra overrides (key=value)")
     train.add_argument("--root", type=Path, default=None, help=argparse.SUPPRESS)  # run store (tests)
-    _add_prepare_arguments(commands.add_parser("prepare", help="make the data of an artifact's runs once (a language "
-                                               "model's token cache), before its sweep"))
+    _add_prepare_arguments(
+        commands.add_parser(
+            "prepare",
+            help="make the data of an artifact's runs once (a language model's token cache), before its sweep",
+        )
+    )
     add_sweep_arguments(commands.add_parser("sweep", help="run the sweep behind a paper artifact"))
-    add_status_arguments(commands.add_parser("status", help="where each run of a sweep stands, its SLURM job asked "
-                                                            "once (collects a sweep submitted with --no-wait)"))
+    add_status_arguments(
+        commands.add_parser(
+            "status",
+            help="where each run of a sweep stands, its SLURM job asked "
+            "once (collects a sweep submitted with --no-wait)",
+        )
+    )
     add_list_arguments(commands.add_parser("list", help="every artifact and, per scale, runs done / failed / missing"))
     _add_report_arguments(commands.add_parser("report", help="tables and figures of an artifact from finished runs"))
     return parser
@@ -95,8 +110,10 @@ def run_command(argv: list[str] | None) -> int:
         arguments.destination = checked_folder(arguments.destination or results / "reports", "--destination")
         # a bad name or value fails before the plotting stack is imported (planning validates every run); the
         # report takes these plans rather than composing every run again
-        planned = {name: load_artifact(name).runs(arguments.scale, arguments.overrides)
-                   for name in (known_artifacts() if arguments.artifact == "all" else [arguments.artifact])}
+        planned = {
+            name: load_artifact(name).runs(arguments.scale, arguments.overrides)
+            for name in (known_artifacts() if arguments.artifact == "all" else [arguments.artifact])
+        }
         from experiments.reports.report import report_command
 
         return report_command(arguments, planned)

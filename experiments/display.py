@@ -10,7 +10,7 @@ from tasks.registry import task_title
 SCALE_NOTES = {
     "smoke": "Smoke scale: tests that every code path of the artifact runs end to end. Its numbers are not findings.",
     "mini": "Mini scale: the artifact at one CPU's budget (sizes, steps and grid below). Each run is one draw of its "
-            "seed; compare with the paper's finding, not its numbers.",
+    "seed; compare with the paper's finding, not its numbers.",
     "paper": "Paper scale: the paper's hyperparameters, sizes, steps, seeds and grid.",
 }
 

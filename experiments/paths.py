@@ -12,8 +12,11 @@ PAPER_NUMBERS = RESULTS / "paper"
 REPORTS = RESULTS / "reports"
 
 # an OS error of looking at a folder -> what it says of the folder
-FOLDER_ERRORS = {errno.ELOOP: "is a symbolic link loop", errno.ENOTDIR: "lies below a file",
-                 errno.EACCES: "cannot be read"}
+FOLDER_ERRORS = {
+    errno.ELOOP: "is a symbolic link loop",
+    errno.ENOTDIR: "lies below a file",
+    errno.EACCES: "cannot be read",
+}
 
 
 class BadFolder(ValueError):

@@ -48,8 +48,17 @@ _REGISTRY: dict[str, dict[str, Backend]] = {}
 _PROBE_CASES: dict[str, ProbeCase] = {}
 
 
-def register(op: str, name: str, function: Callable, *, is_available=lambda device: True, priority: int = 0,
-             probed: bool = False, packages: tuple[str, ...] = (), workarounds: tuple[dict[str, str], ...] = ()) -> None:
+def register(
+    op: str,
+    name: str,
+    function: Callable,
+    *,
+    is_available=lambda device: True,
+    priority: int = 0,
+    probed: bool = False,
+    packages: tuple[str, ...] = (),
+    workarounds: tuple[dict[str, str], ...] = (),
+) -> None:
     """Register ``function`` as backend ``name`` of ``op``; higher priority wins under ``auto``.
 
     ``probed``: ``kernels.probe`` must pass it before it runs (the op needs a ``register_probe_case``);
@@ -57,8 +66,9 @@ def register(op: str, name: str, function: Callable, *, is_available=lambda devi
     settings under which to retry a failed probe (e.g. ``{"DISABLE_LLVM_OPT": "1"}``), applied only if needed."""
     module = sys._getframe(1).f_globals.get("__name__", "")
     frozen_workarounds = tuple(tuple(sorted(environment.items())) for environment in workarounds)
-    _REGISTRY.setdefault(op, {})[name] = Backend(name, function, is_available, priority, probed, module, packages,
-                                                 frozen_workarounds)
+    _REGISTRY.setdefault(op, {})[name] = Backend(
+        name, function, is_available, priority, probed, module, packages, frozen_workarounds
+    )
 
 
 def register_probe_case(op: str, case: ProbeCase) -> None:
@@ -77,7 +87,9 @@ def backend(op: str, name: str) -> Backend:
         raise KeyError(f"unknown kernel op {op!r}; known ops: {sorted(_REGISTRY)}")
     choices = _REGISTRY[op]
     if name not in choices:
-        raise ValueError(f"unknown backend {name!r} for {op}; valid choices: ['auto', {', '.join(map(repr, sorted(choices)))}]")
+        raise ValueError(
+            f"unknown backend {name!r} for {op}; valid choices: ['auto', {', '.join(map(repr, sorted(choices)))}]"
+        )
     return choices[name]
 
 
@@ -106,7 +118,9 @@ def resolve(op: str, backend_name: str, device: torch.device) -> Callable:
         return lambda *args, **kwargs: first_passing(op, usable, args, kwargs)(*args, **kwargs)
     chosen = backend(op, backend_name)
     if not chosen.is_available(device):
-        raise RuntimeError(f"backend {backend_name!r} for {op} is not available on device {device}; use backend='torch' or 'auto'")
+        raise RuntimeError(
+            f"backend {backend_name!r} for {op} is not available on device {device}; use backend='torch' or 'auto'"
+        )
     if not chosen.probed:
         return chosen.function
     from kernels.probe import require_passed

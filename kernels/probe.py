@@ -125,15 +125,21 @@ def _call_signature(args: tuple, kwargs: dict) -> tuple[torch.device, torch.dtyp
     raise ValueError("a probed kernel call needs a floating-point tensor argument")
 
 
-def probe_request(op: str, backend: Backend, device: torch.device, dtype: torch.dtype,
-                  shape_class: tuple[tuple[str, int], ...]) -> dict[str, Any]:
+def probe_request(
+    op: str, backend: Backend, device: torch.device, dtype: torch.dtype, shape_class: tuple[tuple[str, int], ...]
+) -> dict[str, Any]:
     """What a probe runs and what its verdict depends on (the cache key)."""
     return {
-        "op": op, "backend": backend.name, "modules": [backend.module, backends.backend(op, "torch").module],
-        "device": str(device), "device_name": device_name(device), "dtype": str(dtype).removeprefix("torch."),
+        "op": op,
+        "backend": backend.name,
+        "modules": [backend.module, backends.backend(op, "torch").module],
+        "device": str(device),
+        "device_name": device_name(device),
+        "dtype": str(dtype).removeprefix("torch."),
         "shape_class": dict(shape_class),
         "versions": {name: _version(name) for name in (*ALWAYS_VERSIONED, *backend.packages)},
-        "sources": _sources_digest(backend.module), "python": platform.python_version(),
+        "sources": _sources_digest(backend.module),
+        "python": platform.python_version(),
     }
 
 
@@ -143,12 +149,21 @@ def _key(request: dict[str, Any]) -> str:
 
 def _run_child(request: dict[str, Any], environment: dict[str, str]) -> tuple[bool, str]:
     """Run the probe in a child process under ``environment``: (passed, reason)."""
-    child_environment = {**os.environ, **environment, MODE_VARIABLE: "off",
-                         "PYTHONPATH": os.pathsep.join(filter(None, sys.path))}
+    child_environment = {
+        **os.environ,
+        **environment,
+        MODE_VARIABLE: "off",
+        "PYTHONPATH": os.pathsep.join(filter(None, sys.path)),
+    }
     timeout = _timeout_seconds()
     try:
-        completed = subprocess.run([sys.executable, "-m", "kernels.probe", json.dumps(request)], capture_output=True,
-                                   text=True, env=child_environment, timeout=timeout)
+        completed = subprocess.run(
+            [sys.executable, "-m", "kernels.probe", json.dumps(request)],
+            capture_output=True,
+            text=True,
+            env=child_environment,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         return False, f"no result within {timeout:g} s (compiling or hung; {TIMEOUT_VARIABLE} sets the limit)"
     last_error_line = next((line.strip() for line in reversed(completed.stderr.splitlines()) if line.strip()), "")
@@ -157,8 +172,9 @@ def _run_child(request: dict[str, Any], environment: dict[str, str]) -> tuple[bo
         return False, f"the probe process was killed by {name}" + (f": {last_error_line}" if last_error_line else "")
     outcome = next((line for line in reversed(completed.stdout.splitlines()) if line.startswith("{")), None)
     if outcome is None:
-        return False, f"the probe process exited with code {completed.returncode}" + \
-            (f": {last_error_line}" if last_error_line else "")
+        return False, f"the probe process exited with code {completed.returncode}" + (
+            f": {last_error_line}" if last_error_line else ""
+        )
     result = json.loads(outcome)
     return result["passed"], result["reason"]
 
@@ -186,8 +202,9 @@ def _locked(path: Path):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def verdict(op: str, backend: Backend, device: torch.device, dtype: torch.dtype,
-            shape_class: tuple[tuple[str, int], ...]) -> Verdict:
+def verdict(
+    op: str, backend: Backend, device: torch.device, dtype: torch.dtype, shape_class: tuple[tuple[str, int], ...]
+) -> Verdict:
     """The backend's verdict for this call class: from this process, the disk cache, or a new probe."""
     request = probe_request(op, backend, device, dtype, shape_class)
     key = _key(request)
@@ -209,16 +226,19 @@ def verdict(op: str, backend: Backend, device: torch.device, dtype: torch.dtype,
 
 def _describe(op: str, backend: Backend, dtype: torch.dtype, shape_class, device: torch.device) -> str:
     sizes = ", ".join(f"{name} {value}" for name, value in shape_class)
-    return f"kernel backend {backend.name!r} of {op} ({str(dtype).removeprefix('torch.')}{', ' + sizes if sizes else ''}, " \
-           f"{device_name(device)})"
+    return (
+        f"kernel backend {backend.name!r} of {op} ({str(dtype).removeprefix('torch.')}{', ' + sizes if sizes else ''}, "
+        f"{device_name(device)})"
+    )
 
 
 def _retry_hint(result: Verdict) -> str:
     return f"retry: {MODE_VARIABLE}=rerun, or delete {result.cache_file}"
 
 
-def _usable(op: str, backend: Backend, device: torch.device, dtype: torch.dtype,
-            shape_class: tuple[tuple[str, int], ...]) -> tuple[bool, Verdict | None, str]:
+def _usable(
+    op: str, backend: Backend, device: torch.device, dtype: torch.dtype, shape_class: tuple[tuple[str, int], ...]
+) -> tuple[bool, Verdict | None, str]:
     """Whether ``backend`` may run calls of this class, its verdict, and the class's description; a workaround it
     needs is set in this process's environment."""
     if mode() == "off":
@@ -229,16 +249,19 @@ def _usable(op: str, backend: Backend, device: torch.device, dtype: torch.dtype,
         settings = " ".join(f"{name}={value}" for name, value in result.environment.items())
         if any(os.environ.get(name) != value for name, value in result.environment.items()):
             os.environ.update(result.environment)
-            print(f"xlstm-suite: {described} needs {settings} on this stack ({result.reason}); set for this process",
-                  file=sys.stderr)
+            print(
+                f"xlstm-suite: {described} needs {settings} on this stack ({result.reason}); set for this process",
+                file=sys.stderr,
+            )
     return result.passed, result, described
 
 
 # A verdict is a constant of its call class: under torch.compile the choice is made once, at tracing, and the graph
 # runs the chosen kernel without a break (the probe itself never runs inside a graph).
 @torch.compiler.assume_constant_result
-def _first_passing_name(op: str, names: tuple[str, ...], device: str, dtype: torch.dtype,
-                        shape_class: tuple[tuple[str, int], ...]) -> str:
+def _first_passing_name(
+    op: str, names: tuple[str, ...], device: str, dtype: torch.dtype, shape_class: tuple[tuple[str, int], ...]
+) -> str:
     for name in names:
         candidate = backends.backend(op, name)
         if not candidate.probed:
@@ -248,8 +271,11 @@ def _first_passing_name(op: str, names: tuple[str, ...], device: str, dtype: tor
             return name
         if result.cache_file not in _announced:
             _announced.add(result.cache_file)
-            print(f"xlstm-suite: {described} failed its probe ({result.reason}); using the next backend; "
-                  f"{_retry_hint(result)}", file=sys.stderr)
+            print(
+                f"xlstm-suite: {described} failed its probe ({result.reason}); using the next backend; "
+                f"{_retry_hint(result)}",
+                file=sys.stderr,
+            )
     raise RuntimeError(f"no backend of {op} passed its probe: {list(names)}")
 
 
@@ -268,8 +294,10 @@ def first_passing(op: str, candidates: list[Backend], args: tuple, kwargs: dict)
 def _require(op: str, name: str, device: str, dtype: torch.dtype, shape_class: tuple[tuple[str, int], ...]) -> bool:
     passed, result, described = _usable(op, backends.backend(op, name), torch.device(device), dtype, shape_class)
     if not passed:
-        raise BackendProbeFailed(f"{described} failed its probe ({result.reason}); use backend='auto' (skips it) or "
-                                 f"'torch'; {_retry_hint(result)}")
+        raise BackendProbeFailed(
+            f"{described} failed its probe ({result.reason}); use backend='auto' (skips it) or "
+            f"'torch'; {_retry_hint(result)}"
+        )
     return True
 
 
@@ -279,8 +307,9 @@ def require_passed(op: str, backend: Backend, args: tuple, kwargs: dict):
     return backend.function
 
 
-def _errors(result: Any, reference: Any, inputs: list[torch.Tensor], reference_inputs: list[torch.Tensor],
-            loss) -> float:
+def _errors(
+    result: Any, reference: Any, inputs: list[torch.Tensor], reference_inputs: list[torch.Tensor], loss
+) -> float:
     """The largest error of ``result``'s loss and the loss's input gradients against the reference's, each relative
     to the reference's largest magnitude."""
     value, reference_value = loss(result).float(), loss(reference).float()
@@ -288,8 +317,9 @@ def _errors(result: Any, reference: Any, inputs: list[torch.Tensor], reference_i
     differentiable = [index for index, tensor in enumerate(reference_inputs) if tensor.requires_grad]
     if differentiable:
         gradients = torch.autograd.grad(value, [inputs[index] for index in differentiable], allow_unused=True)
-        reference_gradients = torch.autograd.grad(reference_value, [reference_inputs[index] for index in differentiable],
-                                                  allow_unused=True)
+        reference_gradients = torch.autograd.grad(
+            reference_value, [reference_inputs[index] for index in differentiable], allow_unused=True
+        )
         pairs += [(g, r) for g, r in zip(gradients, reference_gradients) if r is not None]
     worst = 0.0
     for actual, expected in pairs:
@@ -307,8 +337,12 @@ def run_probe(request: dict[str, Any]) -> tuple[bool, str]:
     op = request["op"]
     device, dtype = torch.device(request["device"]), getattr(torch, request["dtype"])
     args, kwargs = backends.probe_case(op).inputs(request["shape_class"], device, dtype)
-    reference_args = [a.detach().float().requires_grad_(a.requires_grad)
-                      if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+    reference_args = [
+        a.detach().float().requires_grad_(a.requires_grad)
+        if isinstance(a, torch.Tensor) and a.is_floating_point()
+        else a
+        for a in args
+    ]
     result = backends.backend(op, request["backend"]).function(*args, **kwargs)
     reference = backends.backend(op, "torch").function(*reference_args, **kwargs)
     if device.type == "cuda":
@@ -319,7 +353,10 @@ def run_probe(request: dict[str, Any]) -> tuple[bool, str]:
     tolerance = TOLERANCE.get(dtype, 1e-2)
     if error <= tolerance:
         return True, ""
-    return False, f"its value or gradients differ from the torch backend's by {error:.3g} (relative; tolerance {tolerance:g})"
+    return (
+        False,
+        f"its value or gradients differ from the torch backend's by {error:.3g} (relative; tolerance {tolerance:g})",
+    )
 
 
 def main(argv=None) -> int:

@@ -7,12 +7,15 @@ torch reference see the same numbers in every process.
 import torch
 
 
-def seeded(*shapes: tuple[int, ...], device: torch.device, dtype: torch.dtype, seed: int = 0,
-           requires_grad: bool = True) -> list[torch.Tensor]:
+def seeded(
+    *shapes: tuple[int, ...], device: torch.device, dtype: torch.dtype, seed: int = 0, requires_grad: bool = True
+) -> list[torch.Tensor]:
     """Standard normal tensors of ``shapes`` (one generator, in order), leaves on ``device`` in ``dtype``."""
     generator = torch.Generator().manual_seed(seed)
-    return [torch.randn(shape, generator=generator).to(device=device, dtype=dtype).requires_grad_(requires_grad)
-            for shape in shapes]
+    return [
+        torch.randn(shape, generator=generator).to(device=device, dtype=dtype).requires_grad_(requires_grad)
+        for shape in shapes
+    ]
 
 
 def first_output(result):

@@ -9,8 +9,13 @@ import torch
 from torch import nn
 
 
-def through_blocks(blocks: Iterable[nn.Module], method: str, x: torch.Tensor, state: list[Any],
-                   block_inputs: Iterable[dict] | None = None):
+def through_blocks(
+    blocks: Iterable[nn.Module],
+    method: str,
+    x: torch.Tensor,
+    state: list[Any],
+    block_inputs: Iterable[dict] | None = None,
+):
     """x through each block's ``method`` (step or forward_chunk) with the block's entry of ``state`` and, where given,
     its entry of ``block_inputs`` as keyword inputs (e.g. the forget gate's lower bound of an HGRN block): the output
     and the new state, one entry per block."""

@@ -43,14 +43,26 @@ def language_model_sizes() -> dict[str, dict[str, dict]]:
     """Model name -> size preset (e.g. "350m") -> its backbone config ``{"embedding_dim", "num_blocks", "options"}``:
     the paper's language models of Table spaj_peaklr, torch-free (a run config names a size and is checked against
     it before anything is built)."""
-    sizes = {ratio: {size: {"embedding_dim": dim, "num_blocks": blocks, "options": {}}
-                     for size, (dim, blocks) in xlstm.SIZES.items()} for ratio in xlstm.RATIOS if ratio != "xlstm_1_1"}
+    sizes = {
+        ratio: {
+            size: {"embedding_dim": dim, "num_blocks": blocks, "options": {}}
+            for size, (dim, blocks) in xlstm.SIZES.items()
+        }
+        for ratio in xlstm.RATIOS
+        if ratio != "xlstm_1_1"
+    }
     for family in FAMILY_CONFIGS:
         for name, presets in getattr(family, "LANGUAGE_MODEL_PRESETS", {}).items():
-            sizes[name] = {size: {"embedding_dim": preset["embedding_dim"], "num_blocks": preset["num_blocks"],
-                                  "options": {key: value for key, value in preset.items()
-                                              if key not in ("embedding_dim", "num_blocks")}}
-                           for size, preset in presets.items()}
+            sizes[name] = {
+                size: {
+                    "embedding_dim": preset["embedding_dim"],
+                    "num_blocks": preset["num_blocks"],
+                    "options": {
+                        key: value for key, value in preset.items() if key not in ("embedding_dim", "num_blocks")
+                    },
+                }
+                for size, preset in presets.items()
+            }
     return sizes
 
 
@@ -86,9 +98,15 @@ class TrainingPolicy:
 _TRANSFORMERS = TrainingPolicy(compile=False)
 _FLASH_LINEAR_ATTENTION = TrainingPolicy(compile=False, autocast=False)  # HGRN, GLA, HGRN2
 _RWKV_5_6 = TrainingPolicy(autocast=False)
-TRAINING_POLICIES = {"llama": _TRANSFORMERS, "gpt3": _TRANSFORMERS, "hgrn": _FLASH_LINEAR_ATTENTION,
-                     "gla": _FLASH_LINEAR_ATTENTION, "hgrn2": _FLASH_LINEAR_ATTENTION, "rwkv5": _RWKV_5_6,
-                     "rwkv6": _RWKV_5_6}
+TRAINING_POLICIES = {
+    "llama": _TRANSFORMERS,
+    "gpt3": _TRANSFORMERS,
+    "hgrn": _FLASH_LINEAR_ATTENTION,
+    "gla": _FLASH_LINEAR_ATTENTION,
+    "hgrn2": _FLASH_LINEAR_ATTENTION,
+    "rwkv5": _RWKV_5_6,
+    "rwkv6": _RWKV_5_6,
+}
 
 
 def training_policy(name: str) -> TrainingPolicy:

@@ -86,8 +86,16 @@ class FlopsPerToken:
         return (1 + BACKWARD_FACTOR) * self.forward
 
 
-def flops_per_token(name: str, embedding_dim: int, num_blocks: int, options: dict | None = None, *,
-                    sequence_length: int, output_size: int, input_features: int | None = None) -> FlopsPerToken:
+def flops_per_token(
+    name: str,
+    embedding_dim: int,
+    num_blocks: int,
+    options: dict | None = None,
+    *,
+    sequence_length: int,
+    output_size: int,
+    input_features: int | None = None,
+) -> FlopsPerToken:
     """The forward FLOPs per token of backbone ``name`` (its keyword config: embedding_dim, num_blocks, options)
     between an input map and an output map, at training sequence length ``sequence_length``.
 
@@ -95,8 +103,11 @@ def flops_per_token(name: str, embedding_dim: int, num_blocks: int, options: dic
     encoder); ``output_size``: the vocabulary of an LM head or the task decoder's outputs. A ValueError names a bad
     value (an unknown backbone, a bad config) before anything is built."""
     options = dict(options or {})
-    for label, value in (("sequence_length", sequence_length), ("output_size", output_size),
-                         ("input_features", 1 if input_features is None else input_features)):
+    for label, value in (
+        ("sequence_length", sequence_length),
+        ("output_size", output_size),
+        ("input_features", 1 if input_features is None else input_features),
+    ):
         if not isinstance(value, int) or value <= 0:
             raise ValueError(f"{label}={value!r} must be a positive integer")
     options_json = json.dumps(options, sort_keys=True)
@@ -120,8 +131,11 @@ def matmul_parameters(name: str, embedding_dim: int, num_blocks: int, options_js
     with torch.device("meta"), SkipMetaFills():
         backbone = build_backbone(name, embedding_dim=embedding_dim, num_blocks=num_blocks, **json.loads(options_json))
     lookups = {id(module.weight) for module in backbone.modules() if isinstance(module, nn.Embedding)}
-    return sum(parameter.numel() for path, parameter in backbone.named_parameters()
-               if parameter.dim() >= 2 and id(parameter) not in lookups and path.rsplit(".", 1)[-1] != "bias")
+    return sum(
+        parameter.numel()
+        for path, parameter in backbone.named_parameters()
+        if parameter.dim() >= 2 and id(parameter) not in lookups and path.rsplit(".", 1)[-1] != "bias"
+    )
 
 
 class SkipMetaFills(TorchFunctionMode):
@@ -134,7 +148,9 @@ class SkipMetaFills(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         target = args[0] if args else kwargs.get("tensor")
-        fills = getattr(func, "__module__", None) == "torch.nn.init" or getattr(func, "__name__", None) in self.VALUE_ONLY
+        fills = (
+            getattr(func, "__module__", None) == "torch.nn.init" or getattr(func, "__name__", None) in self.VALUE_ONLY
+        )
         if fills and isinstance(target, torch.Tensor) and target.is_meta:
             return target
         return func(*args, **kwargs)
@@ -180,8 +196,9 @@ def _xlstm(config: XLSTMStackConfig, S: int) -> float:
 
 def _linear_rnn(config, S: int) -> float:
     key_width, value_width = config.key_dim, config.value_dim
-    return config.num_blocks * chunkwise_matrix_memory(S, config.chunk_size, key_width, value_width,
-                                                       value_width // config.num_heads)
+    return config.num_blocks * chunkwise_matrix_memory(
+        S, config.chunk_size, key_width, value_width, value_width // config.num_heads
+    )
 
 
 SEQUENCE_MIXING = {
@@ -191,14 +208,22 @@ SEQUENCE_MIXING = {
     GLAConfig: _linear_rnn,
     RetNetConfig: _linear_rnn,
     RWKV6Config: _linear_rnn,
-    RWKV5Config: lambda config, S: config.num_blocks * chunkwise_matrix_memory(
-        S, config.chunk_size, config.embedding_dim, config.embedding_dim, config.head_size),
-    HGRN2Config: lambda config, S: config.num_blocks * chunkwise_matrix_memory(
-        S, config.chunk_size, config.embedding_dim, config.embedding_dim, config.expand_ratio),
+    RWKV5Config: lambda config, S: (
+        config.num_blocks
+        * chunkwise_matrix_memory(S, config.chunk_size, config.embedding_dim, config.embedding_dim, config.head_size)
+    ),
+    HGRN2Config: lambda config, S: (
+        config.num_blocks
+        * chunkwise_matrix_memory(S, config.chunk_size, config.embedding_dim, config.embedding_dim, config.expand_ratio)
+    ),
     MambaConfig: lambda config, S: config.num_blocks * 9.0 * config.inner_dim * config.state_dim,
-    H3Config: lambda config, S: config.num_blocks * (
-        fft_convolution(S, config.state_dim, config.embedding_dim)  # the shift SSM
-        + fft_convolution(S, S, config.embedding_dim * config.head_dim)),  # the diagonal SSM, one kernel per channel
+    H3Config: lambda config, S: (
+        config.num_blocks
+        * (
+            fft_convolution(S, config.state_dim, config.embedding_dim)  # the shift SSM
+            + fft_convolution(S, S, config.embedding_dim * config.head_dim)
+        )
+    ),  # the diagonal SSM, one kernel per channel
     HyenaConfig: lambda config, S: config.num_blocks * (config.order - 1) * fft_convolution(S, S, config.embedding_dim),
 }  # every other backbone (the LSTMs, HGRN, RWKV-4) mixes elementwise: 0
 

@@ -24,10 +24,14 @@ from models.xlstm.language_model import XLSTMLanguageModel
 from models.xlstm.presets import GPT2_VOCAB_PADDED, SIZES, language_model_config
 
 FAMILY_BACKBONES = (xlstm, lstm, transformers, linear_rnn, mamba, rwkv4, rwkv5, ssm_conv)
-_MODULES: dict[str, type[nn.Module]] = {name: module for family in FAMILY_BACKBONES
-                                        for name, module in family.MODULES.items()}
-_PRESETS: dict[str, dict[str, dict]] = {name: presets for family in FAMILY_CONFIGS
-                                        for name, presets in getattr(family, "LANGUAGE_MODEL_PRESETS", {}).items()}
+_MODULES: dict[str, type[nn.Module]] = {
+    name: module for family in FAMILY_BACKBONES for name, module in family.MODULES.items()
+}
+_PRESETS: dict[str, dict[str, dict]] = {
+    name: presets
+    for family in FAMILY_CONFIGS
+    for name, presets in getattr(family, "LANGUAGE_MODEL_PRESETS", {}).items()
+}
 _TIED = tied_embeddings()
 
 _XLSTM_LANGUAGE_MODELS = ("xlstm_1_0", "xlstm_7_1", "xlstm_0_1")
@@ -70,6 +74,7 @@ def build_language_model_from(name: str, vocab_size: int, tie_weights: bool = Fa
     official initialisation of embedding and head), every other backbone inside LanguageModel."""
     validated = backbone_config(name, **config)  # a ValueError names an unknown backbone or a bad value
     if isinstance(validated, XLSTMStackConfig):
-        return XLSTMLanguageModel(XLSTMLanguageModelConfig(stack=validated, vocab_size=vocab_size,
-                                                           tie_weights=tie_weights))
+        return XLSTMLanguageModel(
+            XLSTMLanguageModelConfig(stack=validated, vocab_size=vocab_size, tie_weights=tie_weights)
+        )
     return LanguageModel(_MODULES[name](validated), vocab_size, config["embedding_dim"], tie_weights=tie_weights)

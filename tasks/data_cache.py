@@ -95,8 +95,11 @@ def _write(path: Path, config: Mapping, arrays: Arrays) -> None:
     temporary = Path(handle.name)
     try:
         with handle:
-            np.savez(handle, **arrays, **{CONFIG_ENTRY: np.array(config_json),
-                                          CHECKSUM_ENTRY: np.array(_checksum(config_json, arrays))})
+            np.savez(
+                handle,
+                **arrays,
+                **{CONFIG_ENTRY: np.array(config_json), CHECKSUM_ENTRY: np.array(_checksum(config_json, arrays))},
+            )
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)

@@ -23,7 +23,9 @@ def evaluation_loader(datamodule, dataset: Dataset, batch_size: int | None = Non
     items = len(dataset)
     if items < world_size:
         unit = "batches" if batch_size is None else "sequences"
-        raise ValueError(f"an evaluation set of {items} {unit} cannot give each of {world_size} processes one; valid: "
-                         f"at least {world_size} (raise the task's validation or test samples)")
+        raise ValueError(
+            f"an evaluation set of {items} {unit} cannot give each of {world_size} processes one; valid: "
+            f"at least {world_size} (raise the task's validation or test samples)"
+        )
     sampler = UnrepeatedDistributedSampler(dataset, num_replicas=world_size, rank=trainer.global_rank, shuffle=False)
     return DataLoader(dataset, batch_size=batch_size, sampler=sampler)

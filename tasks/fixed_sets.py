@@ -44,11 +44,14 @@ class TrainingBatches(IterableDataset):
     (tasks.training_position), so a step reads the same samples on any number of processes. Use with
     `DataLoader(dataset, batch_size=None)`."""
 
-    def __init__(self, samples: FixedSet, batch_size: int, data_seed: int,
-                 position: TrainingPosition = TrainingPosition()) -> None:
+    def __init__(
+        self, samples: FixedSet, batch_size: int, data_seed: int, position: TrainingPosition = TrainingPosition()
+    ) -> None:
         if batch_size > len(samples):
-            raise ValueError(f"batch_size={batch_size} is larger than the training set (train_samples="
-                             f"{len(samples)}); valid: batch_size <= {len(samples)}")
+            raise ValueError(
+                f"batch_size={batch_size} is larger than the training set (train_samples="
+                f"{len(samples)}); valid: batch_size <= {len(samples)}"
+            )
         micro_batch_size(batch_size, position)  # fails early when the global batch does not split
         self.samples, self.batch_size, self.data_seed, self.position = samples, batch_size, data_seed, position
 
@@ -58,7 +61,7 @@ class TrainingBatches(IterableDataset):
         while True:
             order = np.random.default_rng([self.data_seed, TRAIN_ORDER_STREAM, epoch]).permutation(len(self.samples))
             for start in range(batch * self.batch_size, batches_per_epoch * self.batch_size, self.batch_size):
-                for rows in self.position.micro_batches(order[start:start + self.batch_size]):
+                for rows in self.position.micro_batches(order[start : start + self.batch_size]):
                     yield as_batch(self.samples, rows)
             epoch, batch = epoch + 1, 0
 
@@ -93,8 +96,9 @@ class FixedSetsDataModule(lightning.LightningDataModule):
         """Training batches from the trainer's step on (its global_step, restored before Lightning asks for this
         loader when a run resumes)."""
         samples = self.stream_set(TRAIN_STREAM)
-        return DataLoader(TrainingBatches(samples, self.batch_size, self.config.data_seed, training_position(self)),
-                          batch_size=None)
+        return DataLoader(
+            TrainingBatches(samples, self.batch_size, self.config.data_seed, training_position(self)), batch_size=None
+        )
 
     def val_dataloader(self) -> DataLoader:
         return evaluation_loader(self, self._evaluation_batches(VALIDATION_STREAM))
@@ -108,6 +112,7 @@ class FixedSetsDataModule(lightning.LightningDataModule):
             fixed = self.stream_set(stream)
             samples = len(fixed)
             starts = range(0, samples, self.batch_size)
-            self._evaluation[stream] = [as_batch(fixed, np.arange(start, min(start + self.batch_size, samples)))
-                                        for start in starts]
+            self._evaluation[stream] = [
+                as_batch(fixed, np.arange(start, min(start + self.batch_size, samples))) for start in starts
+            ]
         return self._evaluation[stream]

@@ -53,6 +53,7 @@ class TaskFamily:
 
 # Each family's datamodule, its data code imported when one is built (torch and Lightning: a sweep plans without).
 
+
 def formal_language_datamodule(config: FormalLanguageTaskConfig, batch_size: int):
     from tasks.formal_languages.data import build_datamodule
 
@@ -104,8 +105,9 @@ def nns_datamodule(config: NNSTaskConfig, batch_size: int):
 TASK_FAMILIES = {
     "formal_language": TaskFamily(FormalLanguageTaskConfig, formal_language_datamodule),
     "lm": TaskFamily(LMTaskConfig, lm_datamodule, validation_sequences=lm_text.validation_sequences),
-    "lra_image": TaskFamily(ImageTaskConfig, lra_image_datamodule,
-                            {"lra_image_grey": "G-Image", "lra_image_rgb": "RGB-Image"}),
+    "lra_image": TaskFamily(
+        ImageTaskConfig, lra_image_datamodule, {"lra_image_grey": "G-Image", "lra_image_rgb": "RGB-Image"}
+    ),
     "lra_listops": TaskFamily(ListOpsTaskConfig, lra_listops_datamodule, {"lra_listops": "ListOps"}),
     "lra_pathfinder": TaskFamily(PathfinderTaskConfig, lra_pathfinder_datamodule, {"lra_pathfinder": "Pathfinder"}),
     "lra_retrieval": TaskFamily(RetrievalTaskConfig, lra_retrieval_datamodule, {"lra_retrieval": "Retrieval"}),
@@ -167,10 +169,15 @@ def plugged_in(entry: str) -> dict[str, TaskFamily]:
 
 
 def checked_families(source: str, attribute: str, families: Any) -> dict[str, TaskFamily]:
-    if not (isinstance(families, Mapping) and families
-            and all(isinstance(name, str) and isinstance(family, TaskFamily) for name, family in families.items())):
-        raise ValueError(f"{source}: {attribute} must be a non-empty mapping of family name -> TaskFamily, not "
-                         f"{reprlib.repr(families)}")
+    if not (
+        isinstance(families, Mapping)
+        and families
+        and all(isinstance(name, str) and isinstance(family, TaskFamily) for name, family in families.items())
+    ):
+        raise ValueError(
+            f"{source}: {attribute} must be a non-empty mapping of family name -> TaskFamily, not "
+            f"{reprlib.repr(families)}"
+        )
     return dict(families)
 
 
@@ -198,6 +205,8 @@ def validation_sequences(task: dict[str, Any], count: int) -> tuple:
     family = task_family(task.get("family"))
     if family.validation_sequences is None:
         of_text = sorted(name for name, each in families.items() if each.validation_sequences is not None)
-        raise ValueError(f"task {task.get('name')!r} is of family {task.get('family')!r}, whose tasks are not text "
-                         f"with validation sequences; families of text: {of_text}")
+        raise ValueError(
+            f"task {task.get('name')!r} is of family {task.get('family')!r}, whose tasks are not text "
+            f"with validation sequences; families of text: {of_text}"
+        )
     return family.validation_sequences(family.config(**task), count)

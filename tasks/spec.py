@@ -53,14 +53,22 @@ class TaskSpec:
         if self.output_kind not in OUTPUT_KINDS:
             raise ValueError(f"output_kind={self.output_kind!r} is not valid; valid choices: {list(OUTPUT_KINDS)}")
         if self.output_kind == "scalar" and (self.num_classes, self.random_accuracy) != (1, None):
-            raise ValueError(f"a scalar task has num_classes=1 and random_accuracy=None, not num_classes="
-                             f"{self.num_classes} and random_accuracy={self.random_accuracy}")
+            raise ValueError(
+                f"a scalar task has num_classes=1 and random_accuracy=None, not num_classes="
+                f"{self.num_classes} and random_accuracy={self.random_accuracy}"
+            )
         if self.output_kind in SEQUENCE_KINDS and self.pooling not in POOLINGS:
-            raise ValueError(f"a {self.output_kind} task pools its sequences: pooling={self.pooling!r} is not valid; "
-                             f"valid choices: {list(POOLINGS)}")
+            raise ValueError(
+                f"a {self.output_kind} task pools its sequences: pooling={self.pooling!r} is not valid; "
+                f"valid choices: {list(POOLINGS)}"
+            )
         if self.token_buckets is not None and self.output_kind != "vocab":
-            raise ValueError(f"token_buckets are for output_kind='vocab' (language modelling), not "
-                             f"{self.output_kind!r}; valid: token_buckets=None")
+            raise ValueError(
+                f"token_buckets are for output_kind='vocab' (language modelling), not "
+                f"{self.output_kind!r}; valid: token_buckets=None"
+            )
         if self.output_kind not in SEQUENCE_KINDS and self.pooling is not None:
-            raise ValueError(f"pooling={self.pooling!r} is only for the kinds {list(SEQUENCE_KINDS)}, not for "
-                             f"output_kind={self.output_kind!r}; valid: pooling=None")
+            raise ValueError(
+                f"pooling={self.pooling!r} is only for the kinds {list(SEQUENCE_KINDS)}, not for "
+                f"output_kind={self.output_kind!r}; valid: pooling=None"
+            )

@@ -39,17 +39,19 @@ class TrainingPosition:
         first dimension), one per accumulation step, rank-major: rank r takes the r-th of world_size equal slices and
         its accumulation step a the a-th part of that slice. One process without accumulation takes it whole."""
         micro = micro_batch_size(len(global_batch), self)
-        mine = global_batch[self.rank * micro * self.accumulation:][:micro * self.accumulation]
-        return [mine[index * micro:(index + 1) * micro] for index in range(self.accumulation)]
+        mine = global_batch[self.rank * micro * self.accumulation :][: micro * self.accumulation]
+        return [mine[index * micro : (index + 1) * micro] for index in range(self.accumulation)]
 
 
 def micro_batch_size(global_batch: int, position: TrainingPosition) -> int:
     """The samples of one micro-batch; ValueError if the global batch does not split evenly."""
     parts = position.micro_batches_per_step
     if global_batch % parts:
-        raise ValueError(f"the global batch size {global_batch} does not split into world_size "
-                         f"{position.world_size} x accumulation {position.accumulation} = {parts} equal micro-batches; "
-                         f"valid: a global batch size divisible by {parts}")
+        raise ValueError(
+            f"the global batch size {global_batch} does not split into world_size "
+            f"{position.world_size} x accumulation {position.accumulation} = {parts} equal micro-batches; "
+            f"valid: a global batch size divisible by {parts}"
+        )
     return global_batch // parts
 
 
@@ -59,5 +61,9 @@ def training_position(datamodule) -> TrainingPosition:
     trainer = getattr(datamodule, "trainer", None)
     if trainer is None:
         return TrainingPosition()
-    return TrainingPosition(start_step=trainer.global_step, rank=trainer.global_rank, world_size=trainer.world_size,
-                            accumulation=trainer.accumulate_grad_batches)
+    return TrainingPosition(
+        start_step=trainer.global_step,
+        rank=trainer.global_rank,
+        world_size=trainer.world_size,
+        accumulation=trainer.accumulate_grad_batches,
+    )

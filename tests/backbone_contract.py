@@ -13,8 +13,16 @@ def _tensors(state) -> list[torch.Tensor]:
     return []
 
 
-def assert_step_matches_forward(backbone: torch.nn.Module, embedding_dim: int, *, batch: int = 2, length: int = 13,
-                                atol: float = 1e-9, constant_memory: bool = True, seed: int = 0) -> None:
+def assert_step_matches_forward(
+    backbone: torch.nn.Module,
+    embedding_dim: int,
+    *,
+    batch: int = 2,
+    length: int = 13,
+    atol: float = 1e-9,
+    constant_memory: bool = True,
+    seed: int = 0,
+) -> None:
     """Stepping through a float64 sequence gives forward()'s outputs; recurrent states keep their size."""
     generator = torch.Generator().manual_seed(seed)
     backbone = backbone.double().eval()
@@ -31,8 +39,9 @@ def assert_step_matches_forward(backbone: torch.nn.Module, embedding_dim: int, *
             assert [t.numel() for t in _tensors(state)] == sizes, "recurrent state grew with the sequence"
 
 
-def assert_causal(backbone: torch.nn.Module, embedding_dim: int, *, length: int = 12, position: int = 7,
-                  seed: int = 0) -> None:
+def assert_causal(
+    backbone: torch.nn.Module, embedding_dim: int, *, length: int = 12, position: int = 7, seed: int = 0
+) -> None:
     """Changing the input at ``position`` changes no output before it and some output from it on."""
     generator = torch.Generator().manual_seed(seed)
     backbone = backbone.double().eval()

@@ -13,7 +13,8 @@ def load_error(artifact_folder: Path, kind: str, settings: str, metric: str) -> 
     (artifact_folder / "probe.yaml").write_text(
         f"artifact: probe\nevaluates: {{artifact: temp_sclaw300B, kind: {kind}, settings: {settings}}}\n"
         f"selection: {{metric: {metric}, mode: min, choose: [], average: [seed]}}\n"
-        f"report: {{kind: table, cells: [model], metric: {metric}}}\nscales: {{smoke: {{}}, paper: {{}}}}\n")
+        f"report: {{kind: table, cells: [model], metric: {metric}}}\nscales: {{smoke: {{}}, paper: {{}}}}\n"
+    )
     with pytest.raises(ValueError) as error:
         load_artifact("probe")
     return str(error.value)

@@ -22,8 +22,16 @@ from experiments.atomic import write_text_atomic
 from experiments.paths import REPORTS
 
 DESTINATION = REPORTS / "gpu" / "tests.md"
-PACKAGES = ("lightning", "mlstm_kernels", "xlstm", "flash-linear-attention", "fla-core", "flashrnn", "mamba-ssm",
-            "causal-conv1d")
+PACKAGES = (
+    "lightning",
+    "mlstm_kernels",
+    "xlstm",
+    "flash-linear-attention",
+    "fla-core",
+    "flashrnn",
+    "mamba-ssm",
+    "causal-conv1d",
+)
 COMMIT_VARIABLE = "XLSTM_SUITE_COMMIT"  # the suite's commit where the checkout has no .git (a lent GPU's copy)
 OUTCOMES = ("passed", "failed", "skipped")
 GROUPS = (("model", "Per model"), ("kernel", "Per kernel backend"))
@@ -69,8 +77,9 @@ def read_junit(path: Path) -> SuiteRun:
                 break
         file = case.get("file") or case.get("classname", "").replace(".", "/") + ".py"
         properties = {prop.get("name"): prop.get("value") for prop in case.findall("./properties/property")}
-        results.append(TestResult(f"{file}::{case.get('name')}", outcome, float(case.get("time") or 0), message,
-                                  properties))
+        results.append(
+            TestResult(f"{file}::{case.get('name')}", outcome, float(case.get("time") or 0), message, properties)
+        )
     return SuiteRun(environment, results, float(suite.get("time") or 0), suite.get("timestamp", ""))
 
 
@@ -83,8 +92,12 @@ def _version(distribution: str) -> str:
 
 def _nvidia_driver() -> str:
     try:
-        query = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                               capture_output=True, text=True, timeout=30)
+        query = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return "unknown (no nvidia-smi)"
     return _first_line(query.stdout) or "unknown"
@@ -105,19 +118,32 @@ def environment(repository: Path) -> dict[str, str]:
     import torch
 
     cuda = torch.cuda.is_available()
-    return {"device": torch.cuda.get_device_name() if cuda else "none (torch sees no CUDA device)",
-            "driver": _nvidia_driver() if cuda else "none", "cuda": str(torch.version.cuda), "torch": torch.__version__,
-            "triton": _version("triton"), "python": platform.python_version(), "commit": _commit(repository),
-            **{f"package {name}": _version(name) for name in PACKAGES}}
+    return {
+        "device": torch.cuda.get_device_name() if cuda else "none (torch sees no CUDA device)",
+        "driver": _nvidia_driver() if cuda else "none",
+        "cuda": str(torch.version.cuda),
+        "torch": torch.__version__,
+        "triton": _version("triton"),
+        "python": platform.python_version(),
+        "commit": _commit(repository),
+        **{f"package {name}": _version(name) for name in PACKAGES},
+    }
 
 
 def _counts_table(title: str, key: str, groups: dict[str, list[TestResult]]) -> list[str]:
-    lines = [f"## {title}", "", f"| {key} | passed | failed | skipped | tests not passed (first line of the message) |",
-             "| --- | ---: | ---: | ---: | --- |"]
+    lines = [
+        f"## {title}",
+        "",
+        f"| {key} | passed | failed | skipped | tests not passed (first line of the message) |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
     for name in sorted(groups):
         counts = Counter(result.outcome for result in groups[name])
-        notes = "; ".join(f"`{result.name.split('::', 1)[1]}`: {result.message}".replace("|", "\\|")
-                          for result in groups[name] if result.outcome != "passed")
+        notes = "; ".join(
+            f"`{result.name.split('::', 1)[1]}`: {result.message}".replace("|", "\\|")
+            for result in groups[name]
+            if result.outcome != "passed"
+        )
         lines.append(f"| {name} | {counts['passed']} | {counts['failed']} | {counts['skipped']} | {notes} |")
     return lines + [""]
 
@@ -125,15 +151,20 @@ def _counts_table(title: str, key: str, groups: dict[str, list[TestResult]]) -> 
 def report_text(run: SuiteRun) -> str:
     counts = Counter(result.outcome for result in run.results)
     environment_lines = [f"- {name}: {value}" for name, value in run.environment.items()]
-    lines = ["# The GPU test suite on a lent GPU", "",
-             "`pytest -m gpu` (benchmarks/gpu_session.sh; `make test-gpu`): every kernel backend against its torch "
-             "reference on CUDA, every model's training through `xlstm-suite train`, step equals forward on CUDA, "
-             "the kernel probe. Written by `python -m tests.gpu_report` from the run's junit XML.", "",
-             f"Run: {run.timestamp}, {run.seconds:.0f} s; {len(run.results)} tests: "
-             + ", ".join(f"{counts[outcome]} {outcome}" for outcome in OUTCOMES)
-             + " (a run stopped at its time limit lists the tests it finished)", "",
-             *(environment_lines or ["- (the run recorded no environment: not run through tests/gpu/conftest.py)"]),
-             ""]
+    lines = [
+        "# The GPU test suite on a lent GPU",
+        "",
+        "`pytest -m gpu` (benchmarks/gpu_session.sh; `make test-gpu`): every kernel backend against its torch "
+        "reference on CUDA, every model's training through `xlstm-suite train`, step equals forward on CUDA, "
+        "the kernel probe. Written by `python -m tests.gpu_report` from the run's junit XML.",
+        "",
+        f"Run: {run.timestamp}, {run.seconds:.0f} s; {len(run.results)} tests: "
+        + ", ".join(f"{counts[outcome]} {outcome}" for outcome in OUTCOMES)
+        + " (a run stopped at its time limit lists the tests it finished)",
+        "",
+        *(environment_lines or ["- (the run recorded no environment: not run through tests/gpu/conftest.py)"]),
+        "",
+    ]
     grouped_names = set()
     for key, title in GROUPS:
         groups: dict[str, list[TestResult]] = {}

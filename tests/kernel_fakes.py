@@ -55,8 +55,14 @@ FAKES = {"abort": _abort, "needs_workaround": _needs_workaround, "hang": _hang, 
 
 def _register(names: list[str]) -> None:
     for name in names:
-        register("mlstm.chunkwise", f"fake_{name}", FAKES[name], priority=100 + list(FAKES).index(name), probed=True,
-                 workarounds=({WORKAROUND_VARIABLE: "1"},) if name == "needs_workaround" else ())
+        register(
+            "mlstm.chunkwise",
+            f"fake_{name}",
+            FAKES[name],
+            priority=100 + list(FAKES).index(name),
+            probed=True,
+            workarounds=({WORKAROUND_VARIABLE: "1"},) if name == "needs_workaround" else (),
+        )
 
 
 def enable(monkeypatch, *names: str) -> None:

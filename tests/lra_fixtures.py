@@ -15,6 +15,7 @@ from tasks.lra.listops_tokens import CLOSE, OPERATORS
 def listops_source(words: list[str]) -> str:
     """The release's text of a prefix expression: lra_benchmarks' to_string of its nested pairs, e.g.
     ``[MAX 2 9 ]`` -> ``( ( ( [MAX 2 ) 9 ) ] )``."""
+
     def node(position: int) -> tuple[str, int]:
         if words[position] not in OPERATORS:
             return words[position], position + 1
@@ -23,6 +24,7 @@ def listops_source(words: list[str]) -> str:
             argument, position = node(position)
             text = f"( {text} {argument} )"
         return f"( {text} {CLOSE} )", position + 1
+
     text, end = node(0)
     assert end == len(words)
     return text
@@ -42,8 +44,11 @@ def write_retrieval(path: Path, rows: list[tuple]) -> Path:
 
 def cifar_batch(images: int, seed: int) -> dict:
     rng = np.random.default_rng(seed)
-    return {b"batch_label": b"fixture", b"data": rng.integers(0, 256, size=(images, 3072), dtype=np.uint8),
-            b"labels": rng.integers(0, 10, size=images).tolist()}
+    return {
+        b"batch_label": b"fixture",
+        b"data": rng.integers(0, 256, size=(images, 3072), dtype=np.uint8),
+        b"labels": rng.integers(0, 10, size=images).tolist(),
+    }
 
 
 def write_cifar(folder: Path, images_per_batch: int = 20) -> Path:
@@ -55,8 +60,13 @@ def write_cifar(folder: Path, images_per_batch: int = 20) -> Path:
     return folder
 
 
-def write_pathfinder(folder: Path, images: np.ndarray, labels: np.ndarray, difficulty="curv_contour_length_14",
-                     per_metadata_file: int = 10) -> Path:
+def write_pathfinder(
+    folder: Path,
+    images: np.ndarray,
+    labels: np.ndarray,
+    difficulty="curv_contour_length_14",
+    per_metadata_file: int = 10,
+) -> Path:
     """pathfinder32/<difficulty>/imgs/<n>/sample_<k>.png and metadata/<n>.npy (text lines) for (N, 32, 32) images."""
     root = folder / difficulty
     for start in range(0, len(images), per_metadata_file):

@@ -19,8 +19,16 @@ INSTALL_MARKER = ".installed"  # the Makefile's
 def copy_repository(destination: Path) -> Path:
     """Tracked files and untracked ones git does not ignore (what a clone of this working tree would hold), with
     their modification times (so make sees .venv as up to date), and a link to the installed .venv."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=REPOSITORY_ROOT, check=True, capture_output=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=REPOSITORY_ROOT,
+            check=True,
+            capture_output=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, listed):
         source = REPOSITORY_ROOT / name
         if source.is_file():  # a tracked file deleted in the working tree is listed too
@@ -59,12 +67,16 @@ class Finished:
 def run_in(copy: Path, command: str, env: dict[str, str] | None = None, timeout: float = 900) -> Finished:
     """Run a shell command in the copy; stdout and stderr together."""
     started = time.perf_counter()
-    process = subprocess.run(command, shell=True, cwd=copy, env=env or environment(copy), capture_output=True,
-                             text=True, timeout=timeout)
+    process = subprocess.run(
+        command, shell=True, cwd=copy, env=env or environment(copy), capture_output=True, text=True, timeout=timeout
+    )
     return Finished(command, process.returncode, process.stdout + process.stderr, time.perf_counter() - started)
 
 
 def tree_state(folder: Path) -> dict[str, tuple[int, int]]:
     """Every file under ``folder`` with its size and modification time (to tell that nothing was written)."""
-    return {str(path.relative_to(folder)): (path.stat().st_size, path.stat().st_mtime_ns)
-            for path in sorted(folder.rglob("*")) if path.is_file()}
+    return {
+        str(path.relative_to(folder)): (path.stat().st_size, path.stat().st_mtime_ns)
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }

@@ -89,8 +89,12 @@ def gloo_run(config: DictConfig, run_dir: Path) -> dict[str, float]:
     if signalled and during == "preparation":
         os.kill(os.getpid(), signal.SIGUSR1)  # while it "prepares its data": noted, acted on at the first boundary
     time.sleep(float(os.environ.get(PREPARATION_SECONDS_VARIABLE, "0")))
-    distributed.init_process_group("gloo", init_method=f"tcp://localhost:{15000 + int(os.environ['SLURM_JOB_ID'][-4:])}",
-                                   rank=rank, world_size=world_size)
+    distributed.init_process_group(
+        "gloo",
+        init_method=f"tcp://localhost:{15000 + int(os.environ['SLURM_JOB_ID'][-4:])}",
+        rank=rank,
+        world_size=world_size,
+    )
     state = torch.load(run_dir / STATE) if (run_dir / STATE).exists() else {"step": 0, "weights": torch.zeros(FEATURES)}
     weights = state["weights"].clone().requires_grad_(True)
     record_attempt(run_dir, rank, state["step"])

@@ -32,14 +32,16 @@ def record_run(config: DictConfig, run_dir: Path) -> dict[str, float]:
     if OmegaConf.select(config, "debug.fail_model") == config.model.name:
         raise RuntimeError(f"injected failure of model {config.model.name}")
     metrics = {"val/scaled_accuracy": 0.5 + 0.1 * config.seed, "test/scaled_accuracy": 0.25}
-    (run_dir / "metrics.csv").write_text("step,val/scaled_accuracy\n" + f"{config.trainer.max_steps},{metrics['val/scaled_accuracy']}\n")
+    (run_dir / "metrics.csv").write_text(
+        "step,val/scaled_accuracy\n" + f"{config.trainer.max_steps},{metrics['val/scaled_accuracy']}\n"
+    )
     return metrics
 
 
 def perplexity_run(config: DictConfig, run_dir: Path) -> dict[str, float]:
     """A language-model run's result without training, as runs recorded it before they recorded their parameter
     count: val/perplexity 300 E^-0.5 of the embedding dim E."""
-    return {"val/perplexity": 300.0 * config.model.embedding_dim ** -0.5}
+    return {"val/perplexity": 300.0 * config.model.embedding_dim**-0.5}
 
 
 def append_line(path: Path, line: str) -> None:

@@ -40,8 +40,10 @@ def an_unreadable_folder(tmp_path: Path, monkeypatch) -> Path:
 
 BAD_FOLDERS = {  # how to make it (in tmp_path, with monkeypatch), what the line says
     "a file": (lambda tmp_path, _: a_file(tmp_path), "is a file, not a folder"),
-    "a symbolic link loop": (lambda tmp_path, _: a_link_loop(tmp_path),
-                             "is a symbolic link loop (Too many levels of symbolic links)"),
+    "a symbolic link loop": (
+        lambda tmp_path, _: a_link_loop(tmp_path),
+        "is a symbolic link loop (Too many levels of symbolic links)",
+    ),
     "a folder below a file": (lambda tmp_path, _: a_file(tmp_path) / "runs", "lies below a file (Not a directory)"),
     "unreadable": (an_unreadable_folder, "cannot be read (Permission denied)"),
 }
@@ -79,15 +81,22 @@ def test_the_sweep_module_names_a_bad_root_too(tmp_path, capsys):
 
 
 BAD_ARTIFACTS = {  # the file's content, what the line says
-    "not YAML": ("artifact: broken\ngrid: [a, b\n", "not valid YAML: expected ',' or ']', but got '<stream end>' "
-                                                     "(line 3, column 1)"),
+    "not YAML": (
+        "artifact: broken\ngrid: [a, b\n",
+        "not valid YAML: expected ',' or ']', but got '<stream end>' (line 3, column 1)",
+    ),
     "a list": ("- artifact: broken\n", "holds a list, not a mapping of artifact keys"),
     "not text": (b"\xff\xfe\x00", "not UTF-8 text (invalid start byte at byte 0)"),
 }
 
 
-@pytest.fixture(params=[name if name == "not YAML" else pytest.param(name, marks=pytest.mark.slow)  # plans for list
-                        for name in BAD_ARTIFACTS], ids=list(BAD_ARTIFACTS))
+@pytest.fixture(
+    params=[
+        name if name == "not YAML" else pytest.param(name, marks=pytest.mark.slow)  # plans for list
+        for name in BAD_ARTIFACTS
+    ],
+    ids=list(BAD_ARTIFACTS),
+)
 def broken_artifact(request, artifact_folder) -> tuple[Path, str]:
     content, problem = BAD_ARTIFACTS[request.param]
     path = artifact_folder / "broken.yaml"

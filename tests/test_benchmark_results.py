@@ -11,14 +11,24 @@ COLUMNS = ["section", "benchmark", "shape", "unit", "ours", "peer_name", "peer",
 
 
 def rows(section: str, benchmark: str, ours: float, target=None) -> dict:
-    return dict(zip(COLUMNS, [section, benchmark, "S=256", "ms", ours, "peer", 2.0, target, 2.0 / ours,
-                              "" if target is None else "yes"]))
+    return dict(
+        zip(
+            COLUMNS,
+            [section, benchmark, "S=256", "ms", ours, "peer", 2.0, target, 2.0 / ours, "" if target is None else "yes"],
+        )
+    )
 
 
 def test_a_run_of_one_section_keeps_the_others_and_replaces_its_own(tmp_path):
     destination = tmp_path / "benchmarks.csv"
-    earlier = pd.DataFrame([rows("mlstm", "old chunkwise", 1.5), rows("mlstm", "dropped row", 1.0),
-                            rows("training", "training step", 3.0, target=1.3), rows("generation", "step", 0.5)])
+    earlier = pd.DataFrame(
+        [
+            rows("mlstm", "old chunkwise", 1.5),
+            rows("mlstm", "dropped row", 1.0),
+            rows("training", "training step", 3.0, target=1.3),
+            rows("generation", "step", 0.5),
+        ]
+    )
     destination.write_text(earlier.to_csv(index=False))
     fresh = pd.DataFrame([rows("mlstm", "new chunkwise", 1.25)])
 

@@ -48,8 +48,10 @@ def test_an_interpolation_that_reads_a_grid_value_composes_every_cell(compose_co
 def test_the_first_cell_of_every_model_is_composed_first(compose_count):
     with pytest.raises(ConfigError, match="divisible by mlstm.num_heads=5"):  # xlstm_0_1 has no mLSTM block
         load_artifact("sweep-fixture").runs("paper", ["+model.options.mlstm.num_heads=5"])
-    assert [overrides[:2] for overrides in compose_count] == [["model=xlstm_0_1", "task=parity"],
-                                                              ["model=xlstm_1_0", "task=parity"]]
+    assert [overrides[:2] for overrides in compose_count] == [
+        ["model=xlstm_0_1", "task=parity"],
+        ["model=xlstm_1_0", "task=parity"],
+    ]
 
 
 def test_a_malformed_override_is_named():
@@ -85,11 +87,22 @@ def test_the_cache_can_be_switched_off(compose_count, monkeypatch):
     assert len(compose_count) == 2 * len(runs) == 12
 
 
-@pytest.mark.parametrize("entry", ["{}", "[]", "null", "{\"config\": {}, \"struct\": true, \"interpolated\": false, \"overrides\": []}",
-                                   "{\"config\": 1, \"struct\": true}", "{not json", ""],
-                         ids=["empty-object", "list", "null", "empty-config", "mistyped", "garbage", "empty-file"])
-def test_a_cache_entry_that_does_not_validate_is_ignored_with_one_warning_and_replaced(entry, compose_count, tmp_path,
-                                                                                       monkeypatch, capsys):
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "{}",
+        "[]",
+        "null",
+        '{"config": {}, "struct": true, "interpolated": false, "overrides": []}',
+        '{"config": 1, "struct": true}',
+        "{not json",
+        "",
+    ],
+    ids=["empty-object", "list", "null", "empty-config", "mistyped", "garbage", "empty-file"],
+)
+def test_a_cache_entry_that_does_not_validate_is_ignored_with_one_warning_and_replaced(
+    entry, compose_count, tmp_path, monkeypatch, capsys
+):
     monkeypatch.setenv(compose_cache.CACHE_VARIABLE, str(tmp_path / "cache"))
     expected = [run.run_id for run in load_artifact("sweep-fixture").runs("smoke")]
     plans = tmp_path / "cache" / "plans"  # the planned grid (experiments.config.plan_cache): removed, to compose again
@@ -100,7 +113,9 @@ def test_a_cache_entry_that_does_not_validate_is_ignored_with_one_warning_and_re
     assert [run.run_id for run in load_artifact("sweep-fixture").runs("smoke")] == expected
     warnings = [line for line in capsys.readouterr().err.splitlines() if "compose cache entry" in line]
     assert len(warnings) == 1 and str(entries[0]) in warnings[0] and "composing again" in warnings[0]
-    assert compose_cache.entry_problem(json.loads(entries[0].read_text()), ["x"]) == "an entry of other overrides"  # replaced
+    assert (
+        compose_cache.entry_problem(json.loads(entries[0].read_text()), ["x"]) == "an entry of other overrides"
+    )  # replaced
     shutil.rmtree(plans)
     load_artifact("sweep-fixture").runs("smoke")
     assert "compose cache entry" not in capsys.readouterr().err  # the replaced entry reads back

@@ -34,10 +34,10 @@ def overwrite_inside_a_tensor(path: Path, size: int) -> str:
     the central directory and every other entry stay as they were. Returns the entry's name."""
     entry = largest_tensor_entry(path)
     data = bytearray(path.read_bytes())
-    name_length, extra_length = struct.unpack("<HH", data[entry.header_offset + 26:entry.header_offset + 30])
+    name_length, extra_length = struct.unpack("<HH", data[entry.header_offset + 26 : entry.header_offset + 30])
     start = entry.header_offset + 30 + name_length + extra_length
     size = min(size, entry.file_size)
-    data[start:start + size] = random.Random(0).randbytes(size)
+    data[start : start + size] = random.Random(0).randbytes(size)
     path.write_bytes(bytes(data))
     return entry.filename
 
@@ -63,10 +63,12 @@ def best_checkpoint(run_dir: Path) -> Path:
     return best
 
 
-@pytest.mark.parametrize("size", [16, pytest.param(65536, marks=pytest.mark.slow)],
-                         ids=["4 floats", "64 KB or the whole tensor"])
+@pytest.mark.parametrize(
+    "size", [16, pytest.param(65536, marks=pytest.mark.slow)], ids=["4 floats", "64 KB or the whole tensor"]
+)
 def test_a_last_checkpoint_damaged_inside_a_tensor_is_named_and_the_run_resumes_from_its_best(
-        tmp_path, monkeypatch, capsys, uninterrupted, size):
+    tmp_path, monkeypatch, capsys, uninterrupted, size
+):
     run_dir = killed_at_step_5(tmp_path, monkeypatch)
     last, best = run_dir / "checkpoints" / "last.ckpt", best_checkpoint(run_dir)
     entry = overwrite_inside_a_tensor(last, size)
@@ -74,8 +76,10 @@ def test_a_last_checkpoint_damaged_inside_a_tensor_is_named_and_the_run_resumes_
     capsys.readouterr()
     assert execute_run(RUN, tmp_path).status == "done"
     output = capsys.readouterr().out
-    assert (f"not resuming {run_dir}: {last} is damaged: its entry {entry} does not match its CRC-32; resuming from "
-            "another checkpoint") in output
+    assert (
+        f"not resuming {run_dir}: {last} is damaged: its entry {entry} does not match its CRC-32; resuming from "
+        "another checkpoint"
+    ) in output
     assert f"resuming {run_dir} from step 3 ({best.name})" in output
     assert_equal_runs(run_dir, uninterrupted)
 

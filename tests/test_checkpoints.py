@@ -8,9 +8,18 @@ from experiments.training.module import SequenceTaskModule
 from experiments.training.train import run_training
 
 # 7 steps validated every 2: the last validation is at step 6, and a tiny model's validation stops improving early
-TINY = ["model=xlstm_1_0", "task=parity", "trainer.max_steps=7", "trainer.val_every_steps=2", "trainer.batch_size=4",
-        "model.embedding_dim=16", "task.val_samples=8", "task.test_samples=8", "task.eval_max_length=48",
-        "trainer.num_threads=1"]
+TINY = [
+    "model=xlstm_1_0",
+    "task=parity",
+    "trainer.max_steps=7",
+    "trainer.val_every_steps=2",
+    "trainer.batch_size=4",
+    "model.embedding_dim=16",
+    "task.val_samples=8",
+    "task.test_samples=8",
+    "task.eval_max_length=48",
+    "trainer.num_threads=1",
+]
 
 
 def load(path):
@@ -23,8 +32,11 @@ def checkpoint_names(run_dir):
 
 def test_last_checkpoint_holds_the_state_after_the_final_step(tmp_path, monkeypatch):
     final = {}
-    monkeypatch.setattr(SequenceTaskModule, "on_train_end",
-                        lambda module: final.update({k: v.clone() for k, v in module.state_dict().items()}))
+    monkeypatch.setattr(
+        SequenceTaskModule,
+        "on_train_end",
+        lambda module: final.update({k: v.clone() for k, v in module.state_dict().items()}),
+    )
     run_training(compose_run_config(TINY), tmp_path)
     last = load(tmp_path / "checkpoints" / "last.ckpt")
     assert last["global_step"] == 7

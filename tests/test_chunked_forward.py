@@ -26,8 +26,9 @@ def xlstm_lm(ratio: str, num_blocks: int = 2, eps: float = 0.0, **options) -> XL
     """eps = 0: the recurrent step and the parallel forward then agree to round-off (see test_xlstm_model.py);
     kernel chunks of 4 steps, so a chunk of the evaluation spans several of them and ends inside one."""
     torch.manual_seed(0)
-    stack = stack_config(ratio, embedding_dim=32, num_blocks=num_blocks, mlstm=MLSTMLayerConfig(eps=eps, chunk_size=4),
-                         **options)
+    stack = stack_config(
+        ratio, embedding_dim=32, num_blocks=num_blocks, mlstm=MLSTMLayerConfig(eps=eps, chunk_size=4), **options
+    )
     return perturbed(XLSTMLanguageModel(XLSTMLanguageModelConfig(stack=stack, vocab_size=VOCAB)))
 
 
@@ -36,10 +37,14 @@ def backbone_lm(name: str) -> LanguageModel:
     return perturbed(LanguageModel(build_backbone(name, embedding_dim=32, num_blocks=2), VOCAB, 32))
 
 
-MODELS = {"xlstm_1_0": lambda: xlstm_lm("xlstm_1_0"), "xlstm_7_1": lambda: xlstm_lm("xlstm_7_1", num_blocks=4),
-          "xlstm_1_0 post up-projection": lambda: xlstm_lm("xlstm_1_0", mlstm_block="post_up_projection"),
-          "mamba": lambda: backbone_lm("mamba"), "rwkv4": lambda: backbone_lm("rwkv4"),
-          "llama": lambda: backbone_lm("llama")}
+MODELS = {
+    "xlstm_1_0": lambda: xlstm_lm("xlstm_1_0"),
+    "xlstm_7_1": lambda: xlstm_lm("xlstm_7_1", num_blocks=4),
+    "xlstm_1_0 post up-projection": lambda: xlstm_lm("xlstm_1_0", mlstm_block="post_up_projection"),
+    "mamba": lambda: backbone_lm("mamba"),
+    "rwkv4": lambda: backbone_lm("rwkv4"),
+    "llama": lambda: backbone_lm("llama"),
+}
 
 
 @pytest.mark.parametrize("name", ["xlstm_1_0", "xlstm_7_1", "xlstm_1_0 post up-projection", "mamba", "rwkv4"])
@@ -53,8 +58,11 @@ def test_chunks_with_the_carried_state_give_the_full_forward_logits(name, chunk)
     torch.testing.assert_close(chunked, full, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("make", [lambda: xlstm_lm("xlstm_7_1", num_blocks=4, eps=1e-6), lambda: backbone_lm("mamba")],
-                         ids=["xlstm_7_1 with the trained eps", "mamba"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda: xlstm_lm("xlstm_7_1", num_blocks=4, eps=1e-6), lambda: backbone_lm("mamba")],
+    ids=["xlstm_7_1 with the trained eps", "mamba"],
+)
 def test_the_parallel_chunk_gives_the_stepped_chunk_from_a_carried_state(make):
     model = make()
     assert hasattr(model, "forward_chunk")  # a parallel pass, not the stepping fallback

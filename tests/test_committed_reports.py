@@ -27,7 +27,9 @@ def report_arguments(runs_csv) -> str:
     if stem in known_artifacts():
         return stem
     artifact = stem.rsplit("-", 1)[0]
-    quoted = re.search(r"^Runs with the overrides `([^`]*)`\.$", (runs_csv.parent / f"{stem}.md").read_text(), re.MULTILINE)
+    quoted = re.search(
+        r"^Runs with the overrides `([^`]*)`\.$", (runs_csv.parent / f"{stem}.md").read_text(), re.MULTILINE
+    )
     assert quoted, f"{stem}.md names no overrides"
     overrides = quoted.group(1).split(" ")
     assert report_stem(artifact, overrides) == stem
@@ -47,8 +49,21 @@ def test_a_committed_report_regenerates_exactly_from_its_committed_results(runs_
     scale, artifact = scale_and_artifact(runs_csv)
     destination = tmp_path / "reports"
     arguments = shlex.split(report_arguments(runs_csv))
-    assert main(["report", *arguments, "--scale", scale, "--root", str(tmp_path / "runs"),
-                 "--destination", str(destination)]) == 0
+    assert (
+        main(
+            [
+                "report",
+                *arguments,
+                "--scale",
+                scale,
+                "--root",
+                str(tmp_path / "runs"),
+                "--destination",
+                str(destination),
+            ]
+        )
+        == 0
+    )
     assert not (tmp_path / "runs").exists()
     for suffix in (".md", ".csv", ".runs.csv"):
         name = f"{artifact}{suffix}"

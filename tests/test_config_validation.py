@@ -24,7 +24,10 @@ BAD_VALUES = [
     (["trainer.val_every_steps=-5"], ["trainer.val_every_steps=-5 must be >= 1"]),
     (["trainer.num_threads=0"], ["trainer.num_threads=0 must be >= 1"]),
     (["trainer.checkpoint=maybe"], ["trainer.checkpoint='maybe' must be true or false"]),
-    (["trainer.logger=mlflow"], ["trainer.logger='mlflow' is not valid; valid choices: ['csv', 'tensorboard', 'wandb']"]),
+    (
+        ["trainer.logger=mlflow"],
+        ["trainer.logger='mlflow' is not valid; valid choices: ['csv', 'tensorboard', 'wandb']"],
+    ),
     (["trainer.precision=bf16"], ["trainer.precision='bf16' is not valid; valid choices: ['transformer-engine'"]),
     (["trainer.strategy=dpp"], ["trainer.strategy='dpp' is not valid; valid choices: ['auto', 'ddp'"]),
     (["trainer.devices=0"], ["trainer.devices=0 must be a count >= 1"]),
@@ -37,7 +40,10 @@ BAD_VALUES = [
     (["optim.lrr=1e-3"], ["unknown key optim.lrr; did you mean optim.lr?"]),
     (["+optim.lrr=1e-3"], ["unknown key optim.lrr; did you mean optim.lr?"]),
     (["+trainer.max_step=10"], ["unknown key trainer.max_step; did you mean trainer.max_steps?"]),
-    (["+learning_rate=1e-3"], ["unknown key learning_rate (valid keys at the top level: artifact, debug, evaluate, model"]),
+    (
+        ["+learning_rate=1e-3"],
+        ["unknown key learning_rate (valid keys at the top level: artifact, debug, evaluate, model"],
+    ),
     (["model.embedding_dim=abc"], ["model.embedding_dim='abc' must be an integer"]),
     (["model.num_blocks=0"], ["model.num_blocks=0 must be >= 1"]),
     (["seed=-1"], ["seed=-1 must be >= 0"]),
@@ -45,16 +51,32 @@ BAD_VALUES = [
     (["scale=huge"], ["scale='huge' must be one of ['smoke', 'mini', 'paper', 'adhoc'] or null"]),
     (["task.val_samples=0"], ["task.val_samples=0 must be >= 1"]),
     (["task.data_seed=-1"], ["task.data_seed=-1 must be >= 0"]),
-    (["task.eval_min_length=100", "task.eval_max_length=50"],
-     ["task.eval_min_length=100 and eval_max_length=50 must satisfy 2 <= eval_min_length <= eval_max_length"]),
+    (
+        ["task.eval_min_length=100", "task.eval_max_length=50"],
+        ["task.eval_min_length=100 and eval_max_length=50 must satisfy 2 <= eval_min_length <= eval_max_length"],
+    ),
     (["task.train_max_length=1"], ["task.train_max_length=1 is below parity's shortest sequence (2)"]),
     (["+task.train_min_length=3"], ["unknown key task.train_min_length; did you mean task.train_max_length"]),
     (["+debug.fail_after_step=3"], ["unknown key debug.fail_after_step; did you mean debug.fail_after_steps?"]),
     # several bad values: one line each, all at once
-    (["optim.lr=-1", "trainer.max_steps=abc", "optim.lrr=1", "trainer.batch_size=0", "task.val_samples=-3", "seed=-1"],
-     ["seed=-1 must be >= 0", "unknown key optim.lrr", "optim.lr=-1 must be > 0",
-      "trainer.max_steps='abc' must be an integer", "trainer.batch_size=0 must be >= 1",
-      "task.val_samples=-3 must be >= 1"]),
+    (
+        [
+            "optim.lr=-1",
+            "trainer.max_steps=abc",
+            "optim.lrr=1",
+            "trainer.batch_size=0",
+            "task.val_samples=-3",
+            "seed=-1",
+        ],
+        [
+            "seed=-1 must be >= 0",
+            "unknown key optim.lrr",
+            "optim.lr=-1 must be > 0",
+            "trainer.max_steps='abc' must be an integer",
+            "trainer.batch_size=0 must be >= 1",
+            "task.val_samples=-3 must be >= 1",
+        ],
+    ),
 ]
 
 
@@ -75,9 +97,18 @@ def test_every_bad_value_is_named_once(overrides, problems):
 
 def test_the_default_config_and_the_paper_settings_pass():
     validate_run_config(compose_run_config([]))
-    validate_run_config(compose_run_config(["trainer.precision=bf16-mixed", "trainer.devices=auto",
-                                            "trainer.strategy=ddp", "trainer.num_threads=null",
-                                            "trainer.gradient_clip_val=null", "model.options.slstm.num_heads=2"]))
+    validate_run_config(
+        compose_run_config(
+            [
+                "trainer.precision=bf16-mixed",
+                "trainer.devices=auto",
+                "trainer.strategy=ddp",
+                "trainer.num_threads=null",
+                "trainer.gradient_clip_val=null",
+                "model.options.slstm.num_heads=2",
+            ]
+        )
+    )
 
 
 def test_a_model_option_is_checked_by_the_backbone_config():
@@ -86,25 +117,30 @@ def test_a_model_option_is_checked_by_the_backbone_config():
 
 
 def test_bounds_apply_to_every_item_of_a_list():
-    problems = section_problems(OptimConfig, {"lr": 1e-3, "betas": [-0.1, 0.9], "eps": 1e-8, "weight_decay": 0.1,
-                                              "warmup_fraction": 0.1, "min_lr": 1e-5}, "optim")
+    problems = section_problems(
+        OptimConfig,
+        {"lr": 1e-3, "betas": [-0.1, 0.9], "eps": 1e-8, "weight_decay": 0.1, "warmup_fraction": 0.1, "min_lr": 1e-5},
+        "optim",
+    )
     assert problems == ["optim.betas=[-0.1, 0.9] must be >= 0"]
 
 
 def test_missing_keys_are_named():
     assert section_problems(OptimConfig, {"lr": 1e-3}, "optim") == [
-        f"optim.{name} is missing" for name in ("betas", "eps", "weight_decay")]
+        f"optim.{name} is missing" for name in ("betas", "eps", "weight_decay")
+    ]
 
 
 def test_the_schedule_takes_one_warm_up_and_one_floor():
     """warmup_steps or warmup_fraction, min_lr or min_lr_ratio: exactly one of each pair."""
     base = {"lr": 1e-3, "betas": [0.9, 0.95], "eps": 1e-5, "weight_decay": 0.1}
     assert section_problems(OptimConfig, base | {"warmup_steps": 750, "min_lr_ratio": 0.1}, "optim") == []
-    assert section_problems(OptimConfig, base | {"warmup_steps": 750, "warmup_fraction": 0.1, "min_lr": 0}, "optim") \
-        == [
-        "optim.warmup_steps=750 and warmup_fraction=0.1: set exactly one of the two (the other null or absent)"]
+    assert section_problems(
+        OptimConfig, base | {"warmup_steps": 750, "warmup_fraction": 0.1, "min_lr": 0}, "optim"
+    ) == ["optim.warmup_steps=750 and warmup_fraction=0.1: set exactly one of the two (the other null or absent)"]
     assert section_problems(OptimConfig, base | {"warmup_fraction": 0.1}, "optim") == [
-        "optim.min_lr=None and min_lr_ratio=None: set exactly one of the two (the other null or absent)"]
+        "optim.min_lr=None and min_lr_ratio=None: set exactly one of the two (the other null or absent)"
+    ]
 
 
 def test_lightning_choices_are_lightnings():

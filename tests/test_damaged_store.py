@@ -181,7 +181,12 @@ def test_a_dry_run_goes_on_and_counts_only_the_intact_run_done(tmp_path, damage)
 def test_a_sweep_reruns_the_damaged_run_and_only_it(tmp_path, damage):
     damaged, intact, damaged_bytes = damaged_store(tmp_path, damage, [NO_TORCH])
     console = Console(file=io.StringIO(), width=250)
-    assert run_sweep(ARTIFACT, "smoke", jobs=1, overrides=[NO_TORCH], root=tmp_path, run_function=RECORD_RUN, console=console) == 0
+    assert (
+        run_sweep(
+            ARTIFACT, "smoke", jobs=1, overrides=[NO_TORCH], root=tmp_path, run_function=RECORD_RUN, console=console
+        )
+        == 0
+    )
     assert "done now: 1" in console.file.getvalue()
     assert (count_lines(damaged / EXECUTIONS), count_lines(intact / EXECUTIONS)) == (2, 1)
     assert finished_result(damaged) is not None

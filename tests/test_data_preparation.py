@@ -34,9 +34,17 @@ def test_processes_that_open_a_missing_entry_together_tokenise_it_once(tmp_path)
     """Each node's first process tokenised the same entry at once, with no lock between the writers."""
     environment = {"XLSTM_SUITE_DATA_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(REPOSITORY_ROOT)}
     go = tmp_path / "go"
-    processes = [subprocess.Popen([sys.executable, "-c", OPEN_ENTRY, str(go)], cwd=REPOSITORY_ROOT,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  env=os.environ | environment) for _ in range(2)]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN_ENTRY, str(go)],
+            cwd=REPOSITORY_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=os.environ | environment,
+        )
+        for _ in range(2)
+    ]
     go.touch()
     outputs = [process.communicate(timeout=300) for process in processes]
     assert [process.returncode for process in processes] == [0, 0], outputs
@@ -90,8 +98,13 @@ def test_prepare_makes_the_token_caches_of_an_artifacts_runs_once(tmp_path, monk
 
 @pytest.mark.slow  # the command line imports Lightning
 def test_the_prepare_command_runs_at_smoke_scale_on_the_sample_corpus(tmp_path):
-    finished = subprocess.run([sys.executable, "-m", "experiments.cli", "prepare", "spaj15b_model_results", "--scale",
-                               "smoke"], cwd=REPOSITORY_ROOT, capture_output=True, text=True, timeout=600,
-                              env=os.environ | {"XLSTM_SUITE_DATA_CACHE": str(tmp_path)})
+    finished = subprocess.run(
+        [sys.executable, "-m", "experiments.cli", "prepare", "spaj15b_model_results", "--scale", "smoke"],
+        cwd=REPOSITORY_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=os.environ | {"XLSTM_SUITE_DATA_CACHE": str(tmp_path)},
+    )
     assert finished.returncode == 0, finished.stderr
     assert "1 task configs of 2 runs prepared" in finished.stdout and len(list(tmp_path.glob("lm/*.tokens"))) == 3

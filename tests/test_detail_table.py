@@ -12,22 +12,58 @@ PREFIX = "paloma/domain/"
 
 
 def layout(**detail):
-    return report_layout({"kind": "table", "cells": ["model", "model.size"], "metric": "paloma/average",
-                          "detail": {"prefix": PREFIX, **detail}})
+    return report_layout(
+        {
+            "kind": "table",
+            "cells": ["model", "model.size"],
+            "metric": "paloma/average",
+            "detail": {"prefix": PREFIX, **detail},
+        }
+    )
 
 
 def runs() -> pd.DataFrame:
     """Two seeds of xLSTM[1:0] and one of Llama at 125m, three domains; a failed run that must not count."""
-    return pd.DataFrame([
-        {"model": "xlstm_1_0", "model.size": "125m", "status": "done", f"{PREFIX}c4/a": 10.0, f"{PREFIX}c4/b": 30.0,
-         f"{PREFIX}wiki/c": 5.0, "paloma/average": 1.0},
-        {"model": "xlstm_1_0", "model.size": "125m", "status": "done", f"{PREFIX}c4/a": 14.0, f"{PREFIX}c4/b": 30.0,
-         f"{PREFIX}wiki/c": 7.0, "paloma/average": 1.0},
-        {"model": "llama", "model.size": "125m", "status": "done", f"{PREFIX}c4/a": 13.0, f"{PREFIX}c4/b": 29.0,
-         f"{PREFIX}wiki/c": 8.0, "paloma/average": 1.0},
-        {"model": "llama", "model.size": "125m", "status": "failed", f"{PREFIX}c4/a": 1.0, f"{PREFIX}c4/b": 1.0,
-         f"{PREFIX}wiki/c": 1.0, "paloma/average": 1.0},
-    ])
+    return pd.DataFrame(
+        [
+            {
+                "model": "xlstm_1_0",
+                "model.size": "125m",
+                "status": "done",
+                f"{PREFIX}c4/a": 10.0,
+                f"{PREFIX}c4/b": 30.0,
+                f"{PREFIX}wiki/c": 5.0,
+                "paloma/average": 1.0,
+            },
+            {
+                "model": "xlstm_1_0",
+                "model.size": "125m",
+                "status": "done",
+                f"{PREFIX}c4/a": 14.0,
+                f"{PREFIX}c4/b": 30.0,
+                f"{PREFIX}wiki/c": 7.0,
+                "paloma/average": 1.0,
+            },
+            {
+                "model": "llama",
+                "model.size": "125m",
+                "status": "done",
+                f"{PREFIX}c4/a": 13.0,
+                f"{PREFIX}c4/b": 29.0,
+                f"{PREFIX}wiki/c": 8.0,
+                "paloma/average": 1.0,
+            },
+            {
+                "model": "llama",
+                "model.size": "125m",
+                "status": "failed",
+                f"{PREFIX}c4/a": 1.0,
+                f"{PREFIX}c4/b": 1.0,
+                f"{PREFIX}wiki/c": 1.0,
+                "paloma/average": 1.0,
+            },
+        ]
+    )
 
 
 def test_the_detail_holds_each_cells_mean_per_name():
@@ -49,11 +85,14 @@ def test_a_sound_detail_section_loads(detail):
     assert layout(**detail).detail["prefix"] == PREFIX
 
 
-@pytest.mark.parametrize("report", [
-    {"detail": {"compare": "model"}},
-    {"detail": {"prefix": PREFIX, "compare": "task"}},
-    {"detail": {"prefix": PREFIX, "colour": "red"}},
-])
+@pytest.mark.parametrize(
+    "report",
+    [
+        {"detail": {"compare": "model"}},
+        {"detail": {"prefix": PREFIX, "compare": "task"}},
+        {"detail": {"prefix": PREFIX, "colour": "red"}},
+    ],
+)
 def test_a_bad_detail_section_is_named(report):
     with pytest.raises(ValueError, match="detail=.* must map prefix"):
         report_layout({"kind": "table", "cells": ["model", "model.size"], "metric": "paloma/average", **report})

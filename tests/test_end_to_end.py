@@ -14,8 +14,16 @@ from experiments.sweeps.sweep import run_sweep
 from experiments.training.train import run_training
 from tests.sweep_fakes import small_artifact
 
-TINY = ["trainer.max_steps=4", "trainer.batch_size=4", "trainer.val_every_steps=2", "model.embedding_dim=16",
-        "task.val_samples=8", "task.test_samples=8", "task.eval_max_length=48", "trainer.num_threads=1"]
+TINY = [
+    "trainer.max_steps=4",
+    "trainer.batch_size=4",
+    "trainer.val_every_steps=2",
+    "model.embedding_dim=16",
+    "task.val_samples=8",
+    "task.test_samples=8",
+    "task.eval_max_length=48",
+    "trainer.num_threads=1",
+]
 
 
 def test_sweep_trains_records_and_reports(tmp_path):
@@ -35,7 +43,19 @@ def test_sweep_trains_records_and_reports(tmp_path):
     stem = outcome.paths[0].stem
     assert stem.startswith("sweep-fixture-")  # an ablation's report does not overwrite the artifact's
     table = pd.read_csv(reports / "smoke" / f"{stem}.csv")
-    assert list(table.columns) == ["model", "task", "metric", "ours", "std", "min", "max", "paper", "runs", "solved", "note"]
+    assert list(table.columns) == [
+        "model",
+        "task",
+        "metric",
+        "ours",
+        "std",
+        "min",
+        "max",
+        "paper",
+        "runs",
+        "solved",
+        "note",
+    ]
     done = table[table["runs"] > 0]
     assert sorted(done["model"]) == ["xlstm_0_1", "xlstm_1_0"] and (done["task"] == "parity").all()
     missing = table[table["runs"] == 0]
@@ -63,8 +83,9 @@ def test_inconsistent_configs_fail_fast_and_write_nothing(tmp_path, override, me
 
 def test_tensorboard_logger_is_selectable(tmp_path):
     pytest.importorskip("tensorboard")
-    config = compose_run_config(["model=xlstm_1_0", "task=parity", "trainer.logger=tensorboard", "trainer.checkpoint=false",
-                                 *TINY])
+    config = compose_run_config(
+        ["model=xlstm_1_0", "task=parity", "trainer.logger=tensorboard", "trainer.checkpoint=false", *TINY]
+    )
     metrics = run_training(config, tmp_path)
     assert 0 <= metrics["test/accuracy"] <= 1
     assert list(tmp_path.rglob("events.out.tfevents.*"))

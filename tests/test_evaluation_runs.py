@@ -60,9 +60,16 @@ def test_evaluation_runs_pair_each_matching_training_run_with_each_cell_of_the_g
     assert len(runs) == 2 * 2  # the two llama learning rates x two context lengths
     for run in runs:
         trained = training[run.trained_by.run_id]
-        assert trained.cell["model"] == "llama" and run.cell == trained.cell | {"task.context_length": run.cell["task.context_length"]}
+        assert trained.cell["model"] == "llama" and run.cell == trained.cell | {
+            "task.context_length": run.cell["task.context_length"]
+        }
         assert OmegaConf.to_container(run.config.evaluate) == {
-            "artifact": "recall-train", "scale": "smoke", "run_id": trained.run_id, "checkpoint": "best", "cell": trained.label}
+            "artifact": "recall-train",
+            "scale": "smoke",
+            "run_id": trained.run_id,
+            "checkpoint": "best",
+            "cell": trained.label,
+        }
         assert run.config.model == trained.config.model and run.config.task.val_samples == 8
         assert run.config == compose_run_config(run.overrides)  # the shared compose gives the full compose's config
     assert len({run.run_id for run in runs}) == 4
@@ -78,7 +85,9 @@ def test_bad_evaluates_sections_are_named(artifacts):
         load_artifact("recall-longer").runs("smoke")
 
 
-def test_the_command_named_for_missing_training_runs_carries_the_users_overrides_and_makes_only_those(artifacts, capsys):
+def test_the_command_named_for_missing_training_runs_carries_the_users_overrides_and_makes_only_those(
+    artifacts, capsys
+):
     root, overrides = artifacts / "runs", ["trainer.max_steps=2", "task.test_samples=4"]
     run_sweep("recall-longer", "smoke", root=root, console=Console(width=400), dry_run=True, overrides=overrides)
     command = "xlstm-suite sweep recall-train --scale smoke trainer.max_steps=2 task.test_samples=4 --where model=llama"
@@ -108,10 +117,14 @@ def test_an_evaluation_run_waits_until_its_training_run_is_done_then_evaluates_i
     assert run_sweep("recall-longer", "smoke", root=root, console=console) == 0  # nothing failed
     output = capsys.readouterr().out
     run = load_artifact("recall-longer").runs("smoke")[0]
-    assert f"training run {run.trained_by.run_id} of recall-train (smoke scale; cell {run.trained_by.label}) is not " \
-           "finished" in output
-    assert "4 evaluation runs wait for 2 training runs: make them with `xlstm-suite sweep recall-train --scale " \
-           "smoke`" in output
+    assert (
+        f"training run {run.trained_by.run_id} of recall-train (smoke scale; cell {run.trained_by.label}) is not "
+        "finished" in output
+    )
+    assert (
+        "4 evaluation runs wait for 2 training runs: make them with `xlstm-suite sweep recall-train --scale "
+        "smoke`" in output
+    )
     assert not (root / "smoke" / "recall-longer").exists()  # neither run nor failed
 
     assert run_sweep("recall-train", "smoke", root=root, console=console) == 0

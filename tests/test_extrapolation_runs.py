@@ -22,17 +22,24 @@ from tests.test_paloma_runs import training_config_of
 TRAINING, ARTIFACT = "temp_sclaw300B", "spaj300B_seq_extrapolation"
 
 
-@pytest.mark.parametrize("scale, models, lengths", [
-    ("paper", {("rwkv4", "1.3b"), ("llama", "1.3b"), ("mamba", "1.3b"), ("xlstm_1_0", "1.3b"), ("xlstm_7_1", "1.3b")},
-     [2048, 4096, 8192, 16384]),
-    ("smoke", {("llama", 32), ("xlstm_1_0", 32)}, [16, 32, 64]),
-])
+@pytest.mark.parametrize(
+    "scale, models, lengths",
+    [
+        (
+            "paper",
+            {("rwkv4", "1.3b"), ("llama", "1.3b"), ("mamba", "1.3b"), ("xlstm_1_0", "1.3b"), ("xlstm_7_1", "1.3b")},
+            [2048, 4096, 8192, 16384],
+        ),
+        ("smoke", {("llama", 32), ("xlstm_1_0", 32)}, [16, 32, 64]),
+    ],
+)
 def test_the_largest_models_are_evaluated_at_each_length_and_their_training_run_ids_recomputed(scale, models, lengths):
     size = "model.size" if scale == "paper" else "model.embedding_dim"
     training = {run.run_id: run for run in load_artifact(TRAINING).runs(scale)}
     runs = load_artifact(ARTIFACT).runs(scale)
     assert sorted((run.cell["model"], run.cell[size], run.config.task.context_length) for run in runs) == sorted(
-        (model, model_size, length) for model, model_size in models for length in lengths)
+        (model, model_size, length) for model, model_size in models for length in lengths
+    )
     for run in runs:
         trained = training[run.trained_by.run_id]
         assert run.cell == trained.cell | {"task.context_length": run.config.task.context_length}
@@ -43,17 +50,25 @@ def test_the_largest_models_are_evaluated_at_each_length_and_their_training_run_
         same = run.config.task.context_length == lengths[0]
         assert (run_id_of(training_config_of(run.config)) == trained.run_id) is same
     if scale == "paper":  # the training context as chunk, bfloat16 mixed precision as the paper's evaluations
-        assert (runs[0].config.evaluate.settings.chunk, runs[0].config.evaluate.settings.precision) == (2048,
-                                                                                                       "bf16-mixed")
+        assert (runs[0].config.evaluate.settings.chunk, runs[0].config.evaluate.settings.precision) == (
+            2048,
+            "bf16-mixed",
+        )
 
 
-@pytest.mark.parametrize("settings, message", [
-    ("{batch_size: 0}", "evaluates.settings.batch_size=0 must be >= 1"),
-    ("{chunk: 0}", "evaluates.settings.chunk=0 must be >= 1"),
-    ("{tokens: 0}", "evaluates.settings.tokens=0 must be >= 1"),
-    ("{precision: fp16}", "evaluates.settings.precision='fp16' is not valid; valid choices: ['bf16-mixed', '32-true']"),
-    ("{chunks: 8}", "unknown key evaluates.settings.chunks; did you mean evaluates.settings.chunk?"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ("{batch_size: 0}", "evaluates.settings.batch_size=0 must be >= 1"),
+        ("{chunk: 0}", "evaluates.settings.chunk=0 must be >= 1"),
+        ("{tokens: 0}", "evaluates.settings.tokens=0 must be >= 1"),
+        (
+            "{precision: fp16}",
+            "evaluates.settings.precision='fp16' is not valid; valid choices: ['bf16-mixed', '32-true']",
+        ),
+        ("{chunks: 8}", "unknown key evaluates.settings.chunks; did you mean evaluates.settings.chunk?"),
+    ],
+)
 def test_a_bad_setting_is_named_with_its_valid_values_when_the_artifact_loads(artifact_folder, settings, message):
     assert message in load_error(artifact_folder, "context_extrapolation", settings, "extrapolation/perplexity")
 
@@ -63,15 +78,22 @@ def test_tokens_that_no_length_divides_are_named_when_the_runs_are_planned(artif
         "artifact: uneven\nevaluates: {artifact: temp_sclaw300B, where: {model.embedding_dim: 32}, "
         "kind: context_extrapolation, settings: {tokens: 96}}\ngrid: {task.context_length: [16, 64]}\n"
         "selection: {metric: extrapolation/perplexity, mode: min, choose: [], average: [seed]}\n"
-        "report: {kind: table, cells: [model], metric: extrapolation/perplexity}\nscales: {smoke: {}}\n")
-    with pytest.raises(ConfigError, match=r"evaluates.settings.tokens=96 must be a multiple of "
-                                          r"task.context_length=64: every length scores the same tokens"):
+        "report: {kind: table, cells: [model], metric: extrapolation/perplexity}\nscales: {smoke: {}}\n"
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"evaluates.settings.tokens=96 must be a multiple of "
+        r"task.context_length=64: every length scores the same tokens",
+    ):
         load_artifact("uneven").runs("smoke")
 
 
 def test_every_length_scores_the_same_tokens():
-    runs = {run.config.task.context_length: run for run in load_artifact(ARTIFACT).runs("smoke")
-            if run.cell["model"] == "llama"}
+    runs = {
+        run.config.task.context_length: run
+        for run in load_artifact(ARTIFACT).runs("smoke")
+        if run.cell["model"] == "llama"
+    }
     targets = {length: validation_sequences(run.config, 64 // length)[1] for length, run in runs.items()}
     assert {tuple(values.shape) for values in targets.values()} == {(4, 16), (2, 32), (1, 64)}
     assert all(torch.equal(values.flatten(), targets[16].flatten()) for values in targets.values())
@@ -103,8 +125,10 @@ def test_smoke_scale_writes_perplexity_and_memory_per_length_and_reports_them(tm
         model, length = run.cell["model"], run.config.task.context_length
         assert metrics["extrapolation/tokens"] == 64 and metrics["train/steps"] == 0  # the same 64 at each length
         assert metrics["extrapolation/chunked"] == (model != "llama")
-        memory[model, length], perplexity[model, length] = metrics["extrapolation/memory_mib"], metrics[
-            "extrapolation/perplexity"]
+        memory[model, length], perplexity[model, length] = (
+            metrics["extrapolation/memory_mib"],
+            metrics["extrapolation/perplexity"],
+        )
         if length == 16:  # at the training context, the training run's own 4 validation sequences
             assert perplexity[model, length] == pytest.approx(metrics["trained/val/perplexity"], rel=1e-4)
     # Llama in one pass: its (B, L, V) logits and more; xLSTM in chunks of 16, state carried: flat from 32 on

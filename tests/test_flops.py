@@ -49,14 +49,37 @@ def test_the_terms_follow_the_architecture():
     assert lstm[0] == lstm[1] and lstm[0].sequence_mixing == 0
     vectors = flops_per_token("lstm", WIDTH, 2, sequence_length=32, output_size=VOCAB, input_features=10)
     assert vectors.forward - lstm[0].forward == 2 * 10 * WIDTH
-    forms = {form: flops_per_token("xlstm_1_0", WIDTH, 2, {"mlstm": {"formulation": form}}, sequence_length=2048,
-                                   output_size=VOCAB).sequence_mixing for form in ("parallel", "chunkwise")}
+    forms = {
+        form: flops_per_token(
+            "xlstm_1_0", WIDTH, 2, {"mlstm": {"formulation": form}}, sequence_length=2048, output_size=VOCAB
+        ).sequence_mixing
+        for form in ("parallel", "chunkwise")
+    }
     assert forms["chunkwise"] < forms["parallel"] / 4
 
 
 def test_every_backbone_has_an_estimate_and_bad_values_are_named():
-    for name in ("gla", "gpt3", "h3", "hgrn", "hgrn2", "hyena", "llama", "lstm", "lstm_block", "lstm_residual", "mamba",
-                 "retnet", "rwkv4", "rwkv5", "rwkv6", "xlstm_0_1", "xlstm_1_0", "xlstm_1_1", "xlstm_7_1"):
+    for name in (
+        "gla",
+        "gpt3",
+        "h3",
+        "hgrn",
+        "hgrn2",
+        "hyena",
+        "llama",
+        "lstm",
+        "lstm_block",
+        "lstm_residual",
+        "mamba",
+        "retnet",
+        "rwkv4",
+        "rwkv5",
+        "rwkv6",
+        "xlstm_0_1",
+        "xlstm_1_0",
+        "xlstm_1_1",
+        "xlstm_7_1",
+    ):
         flops = flops_per_token(name, 256, 4, sequence_length=64, output_size=VOCAB)
         assert flops.training > 3 * flops.parameters > 0, name
     with pytest.raises(ValueError, match="unknown backbone 'lama'"):
@@ -102,21 +125,39 @@ CASES = {
     "llama": ({}, lambda estimate: estimate),
     "gpt3": ({}, lambda estimate: estimate),
     # chunks of 8: 4 chunks of 32 steps, so both the within-chunk and the across-chunk terms are exercised
-    "xlstm_1_0 chunkwise": ({"mlstm": {"formulation": "chunkwise", "chunk_size": 8, "backend": "torch_autograd"}},
-                            lambda estimate: estimate + conv_overcount(2 * WIDTH)),
+    "xlstm_1_0 chunkwise": (
+        {"mlstm": {"formulation": "chunkwise", "chunk_size": 8, "backend": "torch_autograd"}},
+        lambda estimate: estimate + conv_overcount(2 * WIDTH),
+    ),
     # the parallel kernel also reads out a start state (zero in training): q C_0 and q n_0, 2 DH E_in + 2 E_in
     # FLOPs per token forward, and as much backward for q's gradient (the constant state needs none)
-    "xlstm_1_0 parallel": ({"mlstm": {"formulation": "parallel", "backend": "torch_autograd"}},
-                           lambda estimate: estimate + conv_overcount(2 * WIDTH)
-                           + 2 * (2 * (2 * WIDTH // 4) * 2 * WIDTH + 2 * 2 * WIDTH) * BATCH * LENGTH),
+    "xlstm_1_0 parallel": (
+        {"mlstm": {"formulation": "parallel", "backend": "torch_autograd"}},
+        lambda estimate: (
+            estimate
+            + conv_overcount(2 * WIDTH)
+            + 2 * (2 * (2 * WIDTH // 4) * 2 * WIDTH + 2 * 2 * WIDTH) * BATCH * LENGTH
+        ),
+    ),
     # the mLSTM at the embedding dim (Table abl_matrixmemory), without the convolution: no extra at all
-    "xlstm_1_0 post-up-projection": ({"mlstm_block": "post_up_projection", "feedforward": {"gated": False},
-                                      "mlstm": {"formulation": "chunkwise", "chunk_size": 8,
-                                                "backend": "torch_autograd", "conv1d_kernel_size": 0}},
-                                     lambda estimate: estimate),
+    "xlstm_1_0 post-up-projection": (
+        {
+            "mlstm_block": "post_up_projection",
+            "feedforward": {"gated": False},
+            "mlstm": {
+                "formulation": "chunkwise",
+                "chunk_size": 8,
+                "backend": "torch_autograd",
+                "conv1d_kernel_size": 0,
+            },
+        },
+        lambda estimate: estimate,
+    ),
     # the first step's recurrent matmul multiplies h_0 = 0, which needs no gradient: one weight-sized matmul less
-    "xlstm_0_1": ({"slstm": {"backend": "torch_autograd"}},
-                  lambda estimate: estimate + conv_overcount(WIDTH) - 2 * 4 * WIDTH * (WIDTH // 4) * BATCH),
+    "xlstm_0_1": (
+        {"slstm": {"backend": "torch_autograd"}},
+        lambda estimate: estimate + conv_overcount(WIDTH) - 2 * 4 * WIDTH * (WIDTH // 4) * BATCH,
+    ),
 }
 
 
@@ -129,8 +170,16 @@ def test_flop_counter_mode_measures_what_the_formula_says(case, monkeypatch):
     assert measured == expected_measurement(estimated_training_flops(name, options))  # exactly
 
 
-@pytest.mark.parametrize("name, options", [("gla", {}), ("retnet", {}), ("hgrn2", {"expand_ratio": 32}),
-                                           ("rwkv5", {"head_size": 32}), ("rwkv6", {"head_size": 32})])
+@pytest.mark.parametrize(
+    "name, options",
+    [
+        ("gla", {}),
+        ("retnet", {}),
+        ("hgrn2", {"expand_ratio": 32}),
+        ("rwkv5", {"head_size": 32}),
+        ("rwkv6", {"head_size": 32}),
+    ],
+)
 def test_flop_counter_mode_measures_the_chunkwise_linear_rnns_within_two_percent(name, options):
     """Their chunkwise kernels run the terms models.flops counts as matmuls, and their decays elementwise."""
     width, length = 128, 64  # two heads or more, and chunks of 8 (16 for RWKV-5) that fill the sequence
@@ -146,8 +195,12 @@ def test_flop_counter_mode_measures_the_chunkwise_linear_rnns_within_two_percent
 def dry_run(*extra: str, root) -> str:
     console = Console(file=io.StringIO(), width=250)
     artifact = small_artifact(["llama", "xlstm_1_0"], tasks=["parity", "even_pairs"], seeds=[0, 1])
-    assert run_sweep(artifact, "smoke", dry_run=True, verbose=True, root=root, console=console,
-                     accelerator=Accelerator(*extra)) == 0
+    assert (
+        run_sweep(
+            artifact, "smoke", dry_run=True, verbose=True, root=root, console=console, accelerator=Accelerator(*extra)
+        )
+        == 0
+    )
     return console.file.getvalue()
 
 
@@ -171,8 +224,9 @@ def test_the_dry_run_prints_flops_and_gpu_hours_per_run_and_in_total(tmp_path):
     # one run by hand: 10 steps x batch 8 x parity's train_max_length 40 (the fixture's smoke scale)
     llama_parity = next(row for row in per_run if row[:2] == ["llama", "parity"])
     config = small_artifact(["llama"]).runs("smoke")[0].config
-    per_token = flops_per_token("llama", config.model.embedding_dim, config.model.num_blocks, sequence_length=40,
-                                output_size=2)  # parity: two classes
+    per_token = flops_per_token(
+        "llama", config.model.embedding_dim, config.model.num_blocks, sequence_length=40, output_size=2
+    )  # parity: two classes
     assert float(llama_parity[6]) == 10 * 8 * 40
     assert float(llama_parity[7]) == pytest.approx(per_token.training * 10 * 8 * 40, rel=5e-2)
 
@@ -181,9 +235,12 @@ def test_the_accelerator_is_an_option_of_the_dry_run(tmp_path, capsys):
     faster = dry_run("H100 bf16", 989.0, 0.5, root=tmp_path)
     assert "on H100 bf16 (989 TFLOP/s) at 50% utilisation" in faster
     assert number_after("GPU-hours", faster) == pytest.approx(
-        number_after("FLOPs", faster) / (989e12 * 0.5) / 3600, rel=1e-2)
-    assert sweep_main(["sweep-fixture", "--scale", "smoke", "--dry-run", "--root", str(tmp_path),
-                       "--utilization", "1.5"]) == 2
+        number_after("FLOPs", faster) / (989e12 * 0.5) / 3600, rel=1e-2
+    )
+    assert (
+        sweep_main(["sweep-fixture", "--scale", "smoke", "--dry-run", "--root", str(tmp_path), "--utilization", "1.5"])
+        == 2
+    )
     assert "--utilization=1.5 must be in (0, 1]" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
 
@@ -198,5 +255,6 @@ def test_every_lra_run_is_estimated_images_by_their_pixels_and_retrieval_by_both
     pathfinder = runs["lra_pathfinder", "llama"].config.trainer
     assert computes["lra_pathfinder", "llama"].tokens == pathfinder.max_steps * pathfinder.batch_size * 32 * 32
     retrieval = runs["lra_retrieval", "llama"].config
-    assert computes["lra_retrieval", "llama"].tokens == (retrieval.trainer.max_steps * retrieval.trainer.batch_size
-                                                          * 2 * retrieval.task.max_length)
+    assert computes["lra_retrieval", "llama"].tokens == (
+        retrieval.trainer.max_steps * retrieval.trainer.batch_size * 2 * retrieval.task.max_length
+    )

@@ -7,8 +7,9 @@ import models.flops
 from experiments.config import compose_cache
 from experiments.sweeps import flops_cache
 
-LLAMA = dict(name="llama", embedding_dim=16, num_blocks=1, options={}, sequence_length=8, output_size=4,
-             input_features=None)
+LLAMA = dict(
+    name="llama", embedding_dim=16, num_blocks=1, options={}, sequence_length=8, output_size=4, input_features=None
+)
 
 
 @pytest.fixture

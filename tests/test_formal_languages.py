@@ -40,27 +40,45 @@ LISTING_1_ERRATA = {"solve_equation": ["4"]}
 
 # Paper, Appendix B.1.1: |V| and s_rand.
 PAPER_VOCAB_AND_RANDOM = {
-    "bucket_sort": (11, Fraction(1, 10)), "cycle_nav": (9, Fraction(1, 5)), "even_pairs": (3, Fraction(1, 2)),
-    "majority": (64, Fraction(1, 63)), "majority_count": (64, Fraction(1, 63)),
-    "missing_duplicate": (11, Fraction(1, 9)), "mod_arithmetic": (10, Fraction(1, 5)),
-    "mod_arithmetic_brackets": (12, Fraction(1, 5)), "odds_first": (12, Fraction(1, 10)),
-    "parity": (3, Fraction(1, 2)), "repetition": (12, Fraction(1, 10)), "reverse_string": (12, Fraction(1, 10)),
-    "stack_manipulation": (11, Fraction(1, 4)), "set": (128, Fraction(1, 126)),
+    "bucket_sort": (11, Fraction(1, 10)),
+    "cycle_nav": (9, Fraction(1, 5)),
+    "even_pairs": (3, Fraction(1, 2)),
+    "majority": (64, Fraction(1, 63)),
+    "majority_count": (64, Fraction(1, 63)),
+    "missing_duplicate": (11, Fraction(1, 9)),
+    "mod_arithmetic": (10, Fraction(1, 5)),
+    "mod_arithmetic_brackets": (12, Fraction(1, 5)),
+    "odds_first": (12, Fraction(1, 10)),
+    "parity": (3, Fraction(1, 2)),
+    "repetition": (12, Fraction(1, 10)),
+    "reverse_string": (12, Fraction(1, 10)),
+    "stack_manipulation": (11, Fraction(1, 4)),
+    "set": (128, Fraction(1, 126)),
     "solve_equation": (14, Fraction(1, 5)),
 }
 GROUP_OF = {
     "regular": ["cycle_nav", "even_pairs", "mod_arithmetic", "parity"],
-    "deterministic_context_free": ["mod_arithmetic_brackets", "reverse_string", "solve_equation",
-                                   "stack_manipulation"],
+    "deterministic_context_free": ["mod_arithmetic_brackets", "reverse_string", "solve_equation", "stack_manipulation"],
     "context_sensitive": ["bucket_sort", "missing_duplicate", "odds_first", "repetition", "set"],
     "counting": ["majority", "majority_count"],
 }
 # How the total length relates to the requested length L: "exact", or only for odd / even L (else L - 1).
 LENGTH_RULE = {
-    "parity": "exact", "even_pairs": "exact", "cycle_nav": "exact", "majority": "exact", "majority_count": "exact",
-    "mod_arithmetic_brackets": "exact", "solve_equation": "exact", "set": "exact",
-    "mod_arithmetic": "odd", "missing_duplicate": "odd", "odds_first": "odd", "repetition": "odd",
-    "reverse_string": "odd", "stack_manipulation": "odd", "bucket_sort": "even",
+    "parity": "exact",
+    "even_pairs": "exact",
+    "cycle_nav": "exact",
+    "majority": "exact",
+    "majority_count": "exact",
+    "mod_arithmetic_brackets": "exact",
+    "solve_equation": "exact",
+    "set": "exact",
+    "mod_arithmetic": "odd",
+    "missing_duplicate": "odd",
+    "odds_first": "odd",
+    "repetition": "odd",
+    "reverse_string": "odd",
+    "stack_manipulation": "odd",
+    "bucket_sort": "even",
 }
 ALL_TASKS = sorted(FORMAL_LANGUAGE_TASKS)
 
@@ -69,7 +87,7 @@ def split_listing(example: str) -> tuple[list[str], list[str]]:
     """(prompt, red tokens) of a Listing 1 sequence; trailing [PAD] dropped."""
     tokens = [token for token in example.split() if token != "[PAD]"]
     red = [token.strip("<>") for token in tokens if token.startswith("<")]
-    return tokens[:len(tokens) - len(red)], red
+    return tokens[: len(tokens) - len(red)], red
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -226,8 +244,17 @@ def split_sample(task, sequence, answer_mask):
 def mixed_lengths(task, rng):
     """A few hundred lengths: the shortest, 40, 41, 255, 256 and random ones."""
     low = task.min_length
-    return np.concatenate([np.full(4, low), np.full(4, low + 1), np.full(20, 40), np.full(10, 41),
-                           np.full(10, 255), np.full(10, 256), rng.integers(low, 257, size=150)])
+    return np.concatenate(
+        [
+            np.full(4, low),
+            np.full(4, low + 1),
+            np.full(20, 40),
+            np.full(10, 41),
+            np.full(10, 255),
+            np.full(10, 256),
+            rng.integers(low, 257, size=150),
+        ]
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -275,8 +302,14 @@ def test_vocabulary_and_random_accuracy_match_the_paper(name):
     vocab_size, random_accuracy = PAPER_VOCAB_AND_RANDOM[name]
     assert task.tokens[0] == "[PAD]" and len(set(task.tokens)) == len(task.tokens) == vocab_size
     assert task.random_accuracy == pytest.approx(float(random_accuracy), rel=1e-12)
-    assert task.spec == TaskSpec(name=name, input_kind="tokens", input_size=vocab_size, num_classes=vocab_size,
-                                 random_accuracy=task.random_accuracy, group=task.group)
+    assert task.spec == TaskSpec(
+        name=name,
+        input_kind="tokens",
+        input_size=vocab_size,
+        num_classes=vocab_size,
+        random_accuracy=task.random_accuracy,
+        group=task.group,
+    )
     assert name in GROUP_OF[task.group]
 
 
@@ -359,10 +392,25 @@ def test_validation_and_test_sets_are_fixed_and_differ():
 # ---------------------------------------------------------------------------------------------------------
 # 5. Speed and answer distributions
 
-UNIFORM_ANSWERS = {"parity": 2, "even_pairs": 2, "cycle_nav": 5, "mod_arithmetic": 5, "solve_equation": 5,
-                   "missing_duplicate": 9}
-MIN_DISTINCT_ANSWERS = {"mod_arithmetic_brackets": 5, "majority": 30, "majority_count": 5, "bucket_sort": 10,
-                        "odds_first": 10, "repetition": 10, "reverse_string": 10, "stack_manipulation": 4, "set": 120}
+UNIFORM_ANSWERS = {
+    "parity": 2,
+    "even_pairs": 2,
+    "cycle_nav": 5,
+    "mod_arithmetic": 5,
+    "solve_equation": 5,
+    "missing_duplicate": 9,
+}
+MIN_DISTINCT_ANSWERS = {
+    "mod_arithmetic_brackets": 5,
+    "majority": 30,
+    "majority_count": 5,
+    "bucket_sort": 10,
+    "odds_first": 10,
+    "repetition": 10,
+    "reverse_string": 10,
+    "stack_manipulation": 4,
+    "set": 120,
+}
 
 
 @pytest.mark.parametrize("name", ALL_TASKS)
@@ -389,8 +437,9 @@ def test_generation_is_fast_and_answers_are_not_constant(name):
 
 
 def test_datamodule_batches():
-    module = FormalLanguageDataModule("stack_manipulation", batch_size=8, val_samples=20, test_samples=12,
-                                      eval_batch_size=6)
+    module = FormalLanguageDataModule(
+        "stack_manipulation", batch_size=8, val_samples=20, test_samples=12, eval_batch_size=6
+    )
     assert module.spec == get_task("stack_manipulation").spec
     inputs, targets = next(iter(module.train_dataloader()))
     assert inputs.shape == targets.shape and inputs.shape[0] == 8 and inputs.shape[1] <= 40
@@ -408,14 +457,17 @@ def test_datamodule_batches():
     assert math.ceil(20 / 6) == len(validation)
 
 
-@pytest.mark.parametrize("arguments, message", [
-    (dict(task_name="parity_check"), r"unknown task 'parity_check'; valid choices"),
-    (dict(train_max_length=2), r"train_max_length=2 .* >= the shortest solve_equation sequence \(5\)"),
-    (dict(eval_min_length=4), r"eval_min_length=4 .* >= the shortest solve_equation sequence \(5\)"),
-    (dict(eval_min_length=100, eval_max_length=50), r"eval_max_length=50 .* >= eval_min_length \(100\)"),
-    (dict(batch_size=0), r"batch_size=0 .* >= 1"),
-    (dict(val_samples=0), r"val_samples=0 .* >= 1"),
-])
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (dict(task_name="parity_check"), r"unknown task 'parity_check'; valid choices"),
+        (dict(train_max_length=2), r"train_max_length=2 .* >= the shortest solve_equation sequence \(5\)"),
+        (dict(eval_min_length=4), r"eval_min_length=4 .* >= the shortest solve_equation sequence \(5\)"),
+        (dict(eval_min_length=100, eval_max_length=50), r"eval_max_length=50 .* >= eval_min_length \(100\)"),
+        (dict(batch_size=0), r"batch_size=0 .* >= 1"),
+        (dict(val_samples=0), r"val_samples=0 .* >= 1"),
+    ],
+)
 def test_datamodule_rejects_bad_arguments(arguments, message):
     arguments = {"task_name": "solve_equation", "batch_size": 4, **arguments}
     with pytest.raises(ValueError, match=message):

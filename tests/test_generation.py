@@ -38,7 +38,7 @@ def assert_greedy(model, tokens, prompt_length):
     """Each token after the prompt is the argmax of forward() on the tokens before it (teacher forcing)."""
     with torch.no_grad():
         logits = model(tokens[:, :-1])  # (B, S - 1, V)
-    torch.testing.assert_close(tokens[:, prompt_length:], logits[:, prompt_length - 1:].argmax(-1), rtol=0, atol=0)
+    torch.testing.assert_close(tokens[:, prompt_length:], logits[:, prompt_length - 1 :].argmax(-1), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("make", [xlstm_lm, llama_lm], ids=["xlstm_1_1", "llama"])
@@ -97,11 +97,14 @@ def test_on_token_is_called_once_per_new_token():
     assert seen == [0, 1, 2, 3]
 
 
-@pytest.mark.parametrize("prompt, new, message", [
-    (torch.zeros(4, dtype=torch.long), 3, r"prompt must be \(batch, length >= 1\).*\(4,\)"),
-    (torch.zeros(1, 0, dtype=torch.long), 3, r"prompt must be .*\(1, 0\)"),
-    (torch.zeros(1, 2, dtype=torch.long), -1, r"max_new_tokens must be >= 0; got -1"),
-])
+@pytest.mark.parametrize(
+    "prompt, new, message",
+    [
+        (torch.zeros(4, dtype=torch.long), 3, r"prompt must be \(batch, length >= 1\).*\(4,\)"),
+        (torch.zeros(1, 0, dtype=torch.long), 3, r"prompt must be .*\(1, 0\)"),
+        (torch.zeros(1, 2, dtype=torch.long), -1, r"max_new_tokens must be >= 0; got -1"),
+    ],
+)
 def test_bad_arguments_name_the_value(prompt, new, message):
     with pytest.raises(ValueError, match=message):
         greedy_generate(xlstm_lm(), prompt, new)

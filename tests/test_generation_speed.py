@@ -25,10 +25,13 @@ PAPER_MODELS = {"rwkv4", "llama", "mamba", "xlstm_1_0", "xlstm_7_1"}
 
 
 @pytest.mark.slow  # 30 s of planning; the extrapolation's paper plan runs in the default suite
-@pytest.mark.parametrize("artifact, key, values", [
-    (GENERATION, "length", [256, 512, 1024, 2048, 4096, 8192]),
-    (THROUGHPUT, "batch_size", [2**power for power in range(12)]),
-])
+@pytest.mark.parametrize(
+    "artifact, key, values",
+    [
+        (GENERATION, "length", [256, 512, 1024, 2048, 4096, 8192]),
+        (THROUGHPUT, "batch_size", [2**power for power in range(12)]),
+    ],
+)
 def test_paper_scale_measures_the_five_trained_1_3b_models_at_each_grid_value(artifact, key, values):
     runs = load_artifact(artifact).runs("paper")
     assert {(run.cell["model"], run.cell["model.size"]) for run in runs} == {(model, "1.3b") for model in PAPER_MODELS}
@@ -40,11 +43,14 @@ def test_paper_scale_measures_the_five_trained_1_3b_models_at_each_grid_value(ar
     assert len({run.run_id for run in runs}) == len(runs) == 5 * len(values)
 
 
-@pytest.mark.parametrize("settings, message", [
-    ("{length: 0}", "length=0"),
-    ("{prefill: -1}", "prefill=-1"),
-    ("{precision: fp8}", "precision='fp8'"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ("{length: 0}", "length=0"),
+        ("{prefill: -1}", "prefill=-1"),
+        ("{precision: fp8}", "precision='fp8'"),
+    ],
+)
 def test_a_bad_generation_setting_is_named_when_the_artifact_loads(artifact_folder, settings, message):
     assert message in load_error(artifact_folder, "generation_time", settings, "generation/seconds")
 
@@ -53,24 +59,39 @@ def write_probe(artifact_folder, evaluates: str, metric: str, grid: str = "{}") 
     (artifact_folder / "probe.yaml").write_text(
         f"artifact: probe\nevaluates: {evaluates}\ngrid: {grid}\n"
         f"selection: {{metric: {metric}, mode: min, choose: [], average: [seed]}}\n"
-        f"report: {{kind: table, cells: [model], metric: {metric}}}\nscales: {{smoke: {{}}, paper: {{}}}}\n")
+        f"report: {{kind: table, cells: [model], metric: {metric}}}\nscales: {{smoke: {{}}, paper: {{}}}}\n"
+    )
 
 
 def test_initial_weights_are_refused_for_a_kind_whose_result_depends_on_them(artifact_folder):
-    write_probe(artifact_folder, "{artifact: temp_sclaw300B, kind: context_extrapolation, checkpoint: initial}",
-                "extrapolation/perplexity")
-    with pytest.raises(ValueError, match=r"checkpoint='initial'.*kind='context_extrapolation'.*"
-                                         r"\['decoding_throughput', 'generation_time'\]"):
+    write_probe(
+        artifact_folder,
+        "{artifact: temp_sclaw300B, kind: context_extrapolation, checkpoint: initial}",
+        "extrapolation/perplexity",
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"checkpoint='initial'.*kind='context_extrapolation'.*"
+        r"\['decoding_throughput', 'generation_time'\]",
+    ):
         load_artifact("probe")
 
 
 def test_a_settings_grid_key_needs_a_kind_and_its_values_are_checked(artifact_folder):
-    write_probe(artifact_folder, "{artifact: temp_sclaw300B, where: {model: llama}}", "val/loss",
-                grid="{evaluate.settings.length: [4]}")
+    write_probe(
+        artifact_folder,
+        "{artifact: temp_sclaw300B, where: {model: llama}}",
+        "val/loss",
+        grid="{evaluate.settings.length: [4]}",
+    )
     with pytest.raises(ConfigError, match=r"evaluate.settings.length.*evaluates names no kind"):
         load_artifact("probe").runs("smoke")
-    write_probe(artifact_folder, "{artifact: temp_sclaw300B, kind: generation_time, checkpoint: initial}",
-                "generation/seconds", grid="{evaluate.settings.length: [0]}")
+    write_probe(
+        artifact_folder,
+        "{artifact: temp_sclaw300B, kind: generation_time, checkpoint: initial}",
+        "generation/seconds",
+        grid="{evaluate.settings.length: [0]}",
+    )
     with pytest.raises(ConfigError, match=r"evaluate.settings.length=0"):
         load_artifact("probe").runs("smoke")
 
@@ -86,9 +107,16 @@ def smoke_run(artifact: str, model: str, **settings):
     evaluates = load_artifact(artifact).evaluates_of("smoke")
     config = compose_run_config([f"model={model}", "task=lm_sample", "model.embedding_dim=32", "model.num_blocks=2"])
     with open_dict(config):
-        config.evaluate = OmegaConf.create({
-            "artifact": "temp_sclaw300B", "scale": "smoke", "run_id": "none", "checkpoint": "initial",
-            "kind": evaluates["kind"], "settings": evaluates["settings"] | settings})
+        config.evaluate = OmegaConf.create(
+            {
+                "artifact": "temp_sclaw300B",
+                "scale": "smoke",
+                "run_id": "none",
+                "checkpoint": "initial",
+                "kind": evaluates["kind"],
+                "settings": evaluates["settings"] | settings,
+            }
+        )
     return config
 
 
@@ -150,12 +178,22 @@ def test_the_speed_figure_ticks_the_swept_lengths_and_names_each_panel_with_its_
     from experiments.config.report_layouts import SpeedReport
     from experiments.reports.speed_figure import speed_figure
 
-    layout = SpeedReport(kind="speed", cells=["model", "length"], metric="extrapolation/perplexity",
-                         more_metrics=["extrapolation/memory_mib"], x="length")
+    layout = SpeedReport(
+        kind="speed",
+        cells=["model", "length"],
+        metric="extrapolation/perplexity",
+        more_metrics=["extrapolation/memory_mib"],
+        x="length",
+    )
     lengths = [256, 512, 1024, 2048]
-    table = pd.DataFrame({"model": ["llama"] * 4 + ["xlstm_1_0"] * 4, "length": lengths * 2,
-                          "ours": [30.0, 32.0, 40.0, 90.0, 31.0, 31.5, 32.0, 33.0],
-                          "extrapolation/memory_mib": [10.0, 20.0, 40.0, 80.0] + [5.0] * 4})
+    table = pd.DataFrame(
+        {
+            "model": ["llama"] * 4 + ["xlstm_1_0"] * 4,
+            "length": lengths * 2,
+            "ours": [30.0, 32.0, 40.0, 90.0, 31.0, 31.5, 32.0, 33.0],
+            "extrapolation/memory_mib": [10.0, 20.0, 40.0, 80.0] + [5.0] * 4,
+        }
+    )
     figure = speed_figure(layout, table, "title")
     perplexity, memory = figure.axes
     figure.canvas.draw()

@@ -38,8 +38,9 @@ class OutOfMemoryAbove(torch.nn.Module):
         return self.model(tokens)
 
 
-@pytest.mark.parametrize("name, precision", [("llama", "bf16 autocast, float32 weights"),
-                                             ("hgrn", "bf16 weights (FSDP's parameter dtype)")])
+@pytest.mark.parametrize(
+    "name, precision", [("llama", "bf16 autocast, float32 weights"), ("hgrn", "bf16 weights (FSDP's parameter dtype)")]
+)
 def test_a_step_is_timed_in_the_recipes_precision(name, precision):
     setting = StepSetting(name, "125m", batch=4, context=16, warmup=1, steps=2)
     result = measure(setting, torch.device("cpu"), tiny_language_model, vocab_size=VOCAB)
@@ -62,20 +63,29 @@ def test_a_batch_that_does_not_fit_runs_as_micro_batches_with_accumulation_or_is
 def test_the_timed_steps_are_the_median_after_the_warm_up():
     ticks = iter([0.0, 1.0, 10.0, 13.0, 20.0, 22.0])  # three timed steps of 1, 3 and 2 s
     calls = []
-    timing = timed_steps(lambda: calls.append(1) or 0.5, StepSetting("llama", "125m", 1, 1, warmup=2, steps=3),
-                         torch.device("cpu"), clock=lambda: next(ticks))
+    timing = timed_steps(
+        lambda: calls.append(1) or 0.5,
+        StepSetting("llama", "125m", 1, 1, warmup=2, steps=3),
+        torch.device("cpu"),
+        clock=lambda: next(ticks),
+    )
     assert len(calls) == 5 and timing == {"step_seconds": 2.0, "peak_memory_bytes": None, "loss": 0.5}
 
 
 def test_a_child_gives_its_json_or_says_why_not_and_a_hung_one_is_killed_with_its_children(tmp_path):
-    assert run_child(["-c", "print('log line'); print('{\"status\": \"ok\", \"rate\": 2.5}')"], 30) == \
-        {"status": "ok", "rate": 2.5}
+    assert run_child(["-c", 'print(\'log line\'); print(\'{"status": "ok", "rate": 2.5}\')'], 30) == {
+        "status": "ok",
+        "rate": 2.5,
+    }
     assert run_child(["-c", "import os; os.abort()"], 30)["status"].startswith("killed by SIGABRT")
-    assert run_child(["-c", "import sys; sys.exit('compile failed: unsupported layout')"], 30) == \
-        {"status": "exit code 1: compile failed: unsupported layout"}
+    assert run_child(["-c", "import sys; sys.exit('compile failed: unsupported layout')"], 30) == {
+        "status": "exit code 1: compile failed: unsupported layout"
+    }
     grandchild_pid = tmp_path / "grandchild"
-    hang = (f"import subprocess, sys, time; child = subprocess.Popen([sys.executable, '-c', 'import time; "
-            f"time.sleep(600)']); open({str(grandchild_pid)!r}, 'w').write(str(child.pid)); time.sleep(600)")
+    hang = (
+        f"import subprocess, sys, time; child = subprocess.Popen([sys.executable, '-c', 'import time; "
+        f"time.sleep(600)']); open({str(grandchild_pid)!r}, 'w').write(str(child.pid)); time.sleep(600)"
+    )
     assert run_child(["-c", hang], 3) == {"status": "timed out after 3 s"}
     assert not running(int(grandchild_pid.read_text()))  # no orphan keeps the GPU busy
 
@@ -101,22 +111,31 @@ def test_llama_runs_first_then_every_language_model_at_its_smallest_preset():
 def fake_measure(rates: dict[str, float], seconds_each: float, clock: list[float], asked: list):
     """A measurement that takes ``seconds_each`` of the fake ``clock`` and returns ``rates[model]`` tokens/s (a
     model without one crashed)."""
+
     def measure_setting(setting, timeout):
         asked.append((setting.model, timeout))
         clock[0] += seconds_each
         if setting.model not in rates:
             return {"status": "killed by SIGABRT: LLVM ERROR"}
-        return {"status": "ok", "micro_batch": setting.batch, "precision": "bf16 autocast, float32 weights",
-                "tokens_per_second": rates[setting.model], "step_seconds": setting.batch * setting.context /
-                rates[setting.model], "peak_memory_bytes": 3 * 2**30, "loss": 10.8}
+        return {
+            "status": "ok",
+            "micro_batch": setting.batch,
+            "precision": "bf16 autocast, float32 weights",
+            "tokens_per_second": rates[setting.model],
+            "step_seconds": setting.batch * setting.context / rates[setting.model],
+            "peak_memory_bytes": 3 * 2**30,
+            "loss": 10.8,
+        }
+
     return measure_setting
 
 
 def test_the_budget_limits_each_child_and_the_models_it_does_not_reach_say_so():
     clock, asked = [0.0], []
     plan = gpu_throughput.settings(["xlstm_1_0", "mamba", "rwkv4"])
-    results = gpu_throughput.measure_within_budget(plan, 100.0, fake_measure({"llama": 1.0}, 45.0, clock, asked),
-                                                   clock=lambda: clock[0], per_model_seconds=60.0)
+    results = gpu_throughput.measure_within_budget(
+        plan, 100.0, fake_measure({"llama": 1.0}, 45.0, clock, asked), clock=lambda: clock[0], per_model_seconds=60.0
+    )
     assert asked == [("llama", 60.0), ("xlstm_1_0", 55.0)]  # then 10 s were left, below a child's minimum
     not_run = "not run: the 100 s budget was spent"
     assert [result["status"] for _, result in results] == ["ok", "killed by SIGABRT: LLVM ERROR", not_run, not_run]
@@ -126,8 +145,9 @@ def test_rows_hold_the_rate_mfu_memory_and_ratio_to_llama_of_the_same_run():
     clock, asked = [0.0], []
     plan = gpu_throughput.settings(["xlstm_1_0", "mamba"])
     rates = {"llama": 277_000.0, "xlstm_1_0": 58_700.0}
-    results = gpu_throughput.measure_within_budget(plan, 1e4, fake_measure(rates, 1.0, clock, asked),
-                                                   clock=lambda: clock[0])
+    results = gpu_throughput.measure_within_budget(
+        plan, 1e4, fake_measure(rates, 1.0, clock, asked), clock=lambda: clock[0]
+    )
     rows = {row["model"]: row for row in gpu_throughput.throughput_rows(results, H200)}
     xlstm = rows["xlstm_1_0"]
     flops = flops_per_token("xlstm_1_0", 768, 24, sequence_length=2048, output_size=50304).training
@@ -150,10 +170,19 @@ def test_rows_hold_the_rate_mfu_memory_and_ratio_to_llama_of_the_same_run():
 def test_a_run_replaces_its_devices_rows_and_keeps_the_other_devices(tmp_path):
     destination = tmp_path / "gpu_throughput.csv"
     setting = StepSetting("llama", "125m", 16, 2048)
-    for device, rate in ((H200, 277_000.0), (Device("NVIDIA H100 80GB HBM3", 989.0, "2.11.0"), 200_000.0),
-                         (H200, 280_000.0)):
-        result = {"status": "ok", "micro_batch": 16, "precision": "p", "tokens_per_second": rate, "step_seconds": 0.1,
-                  "peak_memory_bytes": 2**30}
+    for device, rate in (
+        (H200, 277_000.0),
+        (Device("NVIDIA H100 80GB HBM3", 989.0, "2.11.0"), 200_000.0),
+        (H200, 280_000.0),
+    ):
+        result = {
+            "status": "ok",
+            "micro_batch": 16,
+            "precision": "p",
+            "tokens_per_second": rate,
+            "step_seconds": 0.1,
+            "peak_memory_bytes": 2**30,
+        }
         rows = gpu_throughput.throughput_rows([(setting, result)], device)
         destination.write_text(gpu_throughput.with_other_devices(rows, destination).to_csv(index=False))
     table = pd.read_csv(destination)
@@ -162,9 +191,17 @@ def test_a_run_replaces_its_devices_rows_and_keeps_the_other_devices(tmp_path):
     assert list(table.columns) == list(gpu_throughput.COLUMNS)
 
 
-@pytest.mark.parametrize("name, peak", [("NVIDIA H200", 989.0), ("NVIDIA H100 80GB HBM3", 989.0),
-                                        ("NVIDIA H100 PCIe", 756.0), ("NVIDIA A100-SXM4-80GB", 312.0),
-                                        ("NVIDIA H100 NVL", None), ("Tesla T4", None)])
+@pytest.mark.parametrize(
+    "name, peak",
+    [
+        ("NVIDIA H200", 989.0),
+        ("NVIDIA H100 80GB HBM3", 989.0),
+        ("NVIDIA H100 PCIe", 756.0),
+        ("NVIDIA A100-SXM4-80GB", 312.0),
+        ("NVIDIA H100 NVL", None),
+        ("Tesla T4", None),
+    ],
+)
 def test_the_peak_is_the_devices_dense_bf16_peak(name, peak):
     assert gpu_throughput.device_peak_tflops(name) == peak
 
@@ -173,17 +210,28 @@ def test_the_xlstm_section_compares_each_size_and_context_with_llama_and_keeps_i
     clock, asked = [0.0], []
     rates = {"llama": 200_000.0, "xlstm_1_0": 50_000.0}  # xlstm_7_1 crashes
     destination = tmp_path / "gpu_xlstm.csv"
-    skipped = ("mLSTM kernel grid, B=16 NH=4 S=2048 DH=128: tfla skipped (killed by SIGABRT; with DISABLE_LLVM_OPT=1: "
-               "ok)")
-    grid_rows = [{"benchmark": "mLSTM chunkwise fwd, bf16", "shape": "B=16 NH=4 S=2048 DH=128", "unit": "ms",
-                  "ours": 2.0, "peer_name": "SDPA (causal)", "peer": 1.0, "target": None}]
+    skipped = (
+        "mLSTM kernel grid, B=16 NH=4 S=2048 DH=128: tfla skipped (killed by SIGABRT; with DISABLE_LLVM_OPT=1: ok)"
+    )
+    grid_rows = [
+        {
+            "benchmark": "mLSTM chunkwise fwd, bf16",
+            "shape": "B=16 NH=4 S=2048 DH=128",
+            "unit": "ms",
+            "ours": 2.0,
+            "peer_name": "SDPA (causal)",
+            "peer": 1.0,
+            "target": None,
+        }
+    ]
 
     def grid(seconds):
         asked.append(("grid", seconds))
         return {"status": "ok", "comparisons": grid_rows, "skipped": [skipped]}
 
-    comparisons = gpu_xlstm.xlstm_comparisons(1000.0, destination, fake_measure(rates, 10.0, clock, asked), grid,
-                                              H200, clock=lambda: clock[0])
+    comparisons = gpu_xlstm.xlstm_comparisons(
+        1000.0, destination, fake_measure(rates, 10.0, clock, asked), grid, H200, clock=lambda: clock[0]
+    )
     assert [model for model, _ in asked[:3]] == ["llama", "xlstm_1_0", "xlstm_7_1"]
     assert asked[-1] == ("grid", 1000.0 - 12 * 10.0)  # the LM steps took 12 x 10 s of the budget
     table = pd.read_csv(destination)
@@ -205,8 +253,9 @@ def test_the_xlstm_section_compares_each_size_and_context_with_llama_and_keeps_i
 
     clock[0] = 0.0
     with pytest.raises(RuntimeError, match="could not start"):
-        gpu_xlstm.xlstm_comparisons(1000.0, destination, fake_measure(rates, 10.0, clock, []), failing_grid, H200,
-                                    clock=lambda: clock[0])
+        gpu_xlstm.xlstm_comparisons(
+            1000.0, destination, fake_measure(rates, 10.0, clock, []), failing_grid, H200, clock=lambda: clock[0]
+        )
     assert (pd.read_csv(destination)["part"] == "LM step").all()  # written before the grid ran
 
 

@@ -64,22 +64,30 @@ def test_the_report_gives_the_stack_and_each_models_and_backends_results(tmp_pat
         assert line in page.splitlines()
     rows = {line.split(" | ")[0].lstrip("| "): line for line in page.splitlines() if line.startswith("| ")}
     assert rows["llama"].startswith("| llama | 1 | 0 | 0 |")
-    assert rows["hgrn2"].startswith("| hgrn2 | 1 | 1 | 0 | `test_the_model_trains_on_cuda_through_the_train_command["
-                                    "hgrn2-bucket_sort-bf16-mixed]`: AssertionError: train failed after 61 s "
-                                    "(triton.CompilationError: at 31:8): model=hgrn2 |")
-    assert rows["gla fla"].startswith("| gla fla | 1 | 0 | 1 | `test_the_backend_matches_the_torch_backend_on_cuda[gla "
-                                      "fla-bfloat16]`: kernel backend 'fla' of gla (bfloat16")
-    assert rows["tests/test_mlstm_triton.py"].startswith("| tests/test_mlstm_triton.py | 0 | 1 | 0 | "
-                                                         "`test_cuda_strided_inputs_give_the_same_results`: failed on "
-                                                         'setup with "CUDA error: out of memory"')
+    assert rows["hgrn2"].startswith(
+        "| hgrn2 | 1 | 1 | 0 | `test_the_model_trains_on_cuda_through_the_train_command["
+        "hgrn2-bucket_sort-bf16-mixed]`: AssertionError: train failed after 61 s "
+        "(triton.CompilationError: at 31:8): model=hgrn2 |"
+    )
+    assert rows["gla fla"].startswith(
+        "| gla fla | 1 | 0 | 1 | `test_the_backend_matches_the_torch_backend_on_cuda[gla "
+        "fla-bfloat16]`: kernel backend 'fla' of gla (bfloat16"
+    )
+    assert rows["tests/test_mlstm_triton.py"].startswith(
+        "| tests/test_mlstm_triton.py | 0 | 1 | 0 | "
+        "`test_cuda_strided_inputs_give_the_same_results`: failed on "
+        'setup with "CUDA error: out of memory"'
+    )
     assert page.index("## Per model") < page.index("## Per kernel backend") < page.index("## Other GPU tests")
 
 
 def test_a_run_that_skipped_every_test_leaves_the_report_as_it_is(tmp_path, capsys):
     junit, output = tmp_path / "gpu.xml", tmp_path / "tests.md"
-    junit.write_text('<testsuites><testsuite name="pytest" time="1.0"><testcase classname="tests.gpu.test_gpu_step" '
-                     'name="test_step_equals_forward_on_cuda[gla]" time="0.0"><skipped message="needs a CUDA device" />'
-                     '</testcase></testsuite></testsuites>')
+    junit.write_text(
+        '<testsuites><testsuite name="pytest" time="1.0"><testcase classname="tests.gpu.test_gpu_step" '
+        'name="test_step_equals_forward_on_cuda[gla]" time="0.0"><skipped message="needs a CUDA device" />'
+        "</testcase></testsuite></testsuites>"
+    )
     output.write_text("the report of the last GPU run")
     assert gpu_report.main([str(junit), "--output", str(output)]) == 1
     assert "every GPU test was skipped" in capsys.readouterr().out
@@ -107,9 +115,14 @@ def test_every_model_config_trains_at_bf16_and_the_subset_at_float32_with_the_re
     runs = training_runs()
     assert [run.model for run in runs if run.precision == "bf16-mixed"] == model_configs()
     float32 = [run.model for run in runs if run.precision == "32-true"]
-    assert len(model_configs()) == 20 and len(float32) == len(set(float32)) == 8 and set(float32) <= set(model_configs())
-    assert {(run.task, run.precision) for run in runs} == {("bucket_sort", "bf16-mixed"), ("mqar", "32-true"),
-                                                           ("lm_sample", "32-true")}
+    assert (
+        len(model_configs()) == 20 and len(float32) == len(set(float32)) == 8 and set(float32) <= set(model_configs())
+    )
+    assert {(run.task, run.precision) for run in runs} == {
+        ("bucket_sort", "bf16-mixed"),
+        ("mqar", "32-true"),
+        ("lm_sample", "32-true"),
+    }
     fsdp = {run.model for run in runs if "trainer.strategy=fsdp" in run.overrides()}
     assert fsdp == {"hgrn", "gla", "hgrn2", "rwkv5", "rwkv6"}  # the paper's models without autocast, at bf16 only
     assert "trainer.accelerator=gpu" in TrainingRun("llama", "mqar", "32-true").overrides()
@@ -133,7 +146,8 @@ def test_every_training_runs_command_is_a_valid_run_config(run):
 
 def test_the_losses_read_are_the_validations_during_training(tmp_path):
     (tmp_path / "metrics.csv").write_text(
-        "epoch,step,test/loss,val/loss\n0,9,,2.30\n0,19,,2.16\n0,29,,2.10\n1,30,,2.10\n1,30,2.2,\n")
+        "epoch,step,test/loss,val/loss\n0,9,,2.30\n0,19,,2.16\n0,29,,2.10\n1,30,,2.10\n1,30,2.2,\n"
+    )
     assert validation_losses(tmp_path) == [(9, 2.30), (19, 2.16), (29, 2.10)]
     assert MAX_STEPS == 30
 
@@ -156,9 +170,23 @@ def test_the_gpu_suite_skips_cleanly_without_cuda_and_its_report_lists_every_mod
     if torch.cuda.is_available():
         pytest.skip("checks the run without a CUDA device")
     junit = tmp_path / "gpu.xml"
-    pytest_run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu",
-                                 "tests/gpu", f"--junitxml={junit}"], cwd=REPOSITORY_ROOT, capture_output=True,
-                                text=True)
+    pytest_run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            "gpu",
+            "tests/gpu",
+            f"--junitxml={junit}",
+        ],
+        cwd=REPOSITORY_ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert pytest_run.returncode == 0 and " skipped" in pytest_run.stdout and "passed" not in pytest_run.stdout
     run = gpu_report.read_junit(junit)
     assert {result.outcome for result in run.results} == {"skipped"}

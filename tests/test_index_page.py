@@ -15,8 +15,10 @@ from tests.repository_copy import REPOSITORY_ROOT
 REPORTS = REPOSITORY_ROOT / "results" / "reports"
 PAPER_ARTIFACTS = sorted(path.stem for path in ARTIFACTS.glob("*.yaml"))  # the tests' fixture artifacts are not listed
 # appended to a copy of the page: marks each image with whether the browser decoded it (the page itself has no script)
-IMAGE_PROBE = ("<script>window.addEventListener('load', () => { for (const image of document.images) "
-               "image.setAttribute('data-loaded', String(image.complete && image.naturalWidth > 0)); });</script>")
+IMAGE_PROBE = (
+    "<script>window.addEventListener('load', () => { for (const image of document.images) "
+    "image.setAttribute('data-loaded', String(image.complete && image.naturalWidth > 0)); });</script>"
+)
 
 
 class Elements(HTMLParser):
@@ -50,8 +52,9 @@ class Elements(HTMLParser):
 
 def test_the_committed_results_page_is_the_one_the_reports_give(monkeypatch):
     monkeypatch.delenv(EXTRA_ARTIFACTS_VARIABLE, raising=False)
-    assert (REPORTS / INDEX).read_text() == index_html(REPORTS), \
+    assert (REPORTS / INDEX).read_text() == index_html(REPORTS), (
         "results/reports/index.html is stale: `xlstm-suite report all --scale mini` writes it"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -72,10 +75,14 @@ def test_a_browser_shows_every_artifact_at_every_scale(rendered):
     for scale in SCALE_ORDER:
         assert re.fullmatch(rf"{scale} scale: \d+ of \d+ artifacts have a report", rendered.headings[scale])
         for name in PAPER_ARTIFACTS:  # its report, its ablations' (<artifact>-<hash>) or a line saying it has none
-            shown = [text for heading, text in rendered.headings.items()
-                     if re.fullmatch(rf"{scale}-{re.escape(name)}(-[0-9a-f]{{8}})?", heading)]
-            assert shown and all(re.fullmatch(rf"{re.escape(name)}(-[0-9a-f]{{8}})? \({scale} scale\)", text)
-                                 for text in shown), (scale, name, shown)
+            shown = [
+                text
+                for heading, text in rendered.headings.items()
+                if re.fullmatch(rf"{scale}-{re.escape(name)}(-[0-9a-f]{{8}})?", heading)
+            ]
+            assert shown and all(
+                re.fullmatch(rf"{re.escape(name)}(-[0-9a-f]{{8}})? \({scale} scale\)", text) for text in shown
+            ), (scale, name, shown)
 
 
 def test_a_browser_loads_every_figure_and_every_link_has_its_target(rendered):

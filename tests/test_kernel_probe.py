@@ -23,9 +23,18 @@ from kernels import backends, probe
 from kernels.probe import BackendProbeFailed
 from tests import kernel_fakes
 
-TINY_RUN = ["model=xlstm_1_0", "task=parity", "trainer.max_steps=3", "trainer.val_every_steps=3",
-            "trainer.batch_size=4", "model.embedding_dim=16", "task.val_samples=8", "task.test_samples=8",
-            "task.eval_max_length=48", "trainer.num_threads=1"]
+TINY_RUN = [
+    "model=xlstm_1_0",
+    "task=parity",
+    "trainer.max_steps=3",
+    "trainer.val_every_steps=3",
+    "trainer.batch_size=4",
+    "model.embedding_dim=16",
+    "task.val_samples=8",
+    "task.test_samples=8",
+    "task.eval_max_length=48",
+    "trainer.num_threads=1",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -50,8 +59,9 @@ def probe_lines(captured: str) -> list[str]:
     return [line for line in captured.splitlines() if line.startswith("xlstm-suite: kernel backend")]
 
 
-def test_auto_skips_a_backend_whose_probe_aborts_with_one_line_and_runs_the_torch_path(monkeypatch, capfd, probe_cache,
-                                                                                       tmp_path):
+def test_auto_skips_a_backend_whose_probe_aborts_with_one_line_and_runs_the_torch_path(
+    monkeypatch, capfd, probe_cache, tmp_path
+):
     kernel_fakes.enable(monkeypatch, "abort")
     inputs = cell_inputs()
     expected = mlstm.chunkwise(*inputs, backend="torch")
@@ -66,14 +76,19 @@ def test_auto_skips_a_backend_whose_probe_aborts_with_one_line_and_runs_the_torc
     assert json.loads(cached.read_text())["passed"] is False
 
     # asked for by name, the same backend raises (from the verdict of this process: no second probe)
-    with pytest.raises(BackendProbeFailed, match="'fake_abort' of mlstm.chunkwise .* failed its probe .*SIGABRT.*"
-                                                 "use backend='auto' \\(skips it\\) or 'torch'"):
+    with pytest.raises(
+        BackendProbeFailed,
+        match="'fake_abort' of mlstm.chunkwise .* failed its probe .*SIGABRT.*"
+        "use backend='auto' \\(skips it\\) or 'torch'",
+    ):
         mlstm.chunkwise(*inputs, backend="fake_abort")
 
     # a new process reads the cached verdict, and says it once
     verdict_written = cached.stat().st_mtime_ns
-    script = ("import torch, kernels.mlstm as m; from tests import kernel_fakes; "
-              "[m.chunkwise(*(torch.randn(1, 2, 5, 16),) * 3, torch.randn(1, 2, 5), torch.randn(1, 2, 5)) for _ in '12']")
+    script = (
+        "import torch, kernels.mlstm as m; from tests import kernel_fakes; "
+        "[m.chunkwise(*(torch.randn(1, 2, 5, 16),) * 3, torch.randn(1, 2, 5), torch.randn(1, 2, 5)) for _ in '12']"
+    )
     child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert len(probe_lines(child.stderr)) == 1
     assert cached.stat().st_mtime_ns == verdict_written  # no second probe
@@ -108,8 +123,11 @@ def test_each_dtype_and_shape_class_is_probed_once_and_the_verdict_keyed_by_the_
     mlstm.chunkwise(*(x.double() for x in cell_inputs(DH=16)))
     mlstm.chunkwise(*cell_inputs(DH=16), chunk_size=32)
     assert [(r["dtype"], r["shape_class"]) for r in counted_probes] == [
-        ("float32", {"head_dim": 8, "chunk_size": 64}), ("float32", {"head_dim": 16, "chunk_size": 64}),
-        ("float64", {"head_dim": 16, "chunk_size": 64}), ("float32", {"head_dim": 16, "chunk_size": 32})]
+        ("float32", {"head_dim": 8, "chunk_size": 64}),
+        ("float32", {"head_dim": 16, "chunk_size": 64}),
+        ("float64", {"head_dim": 16, "chunk_size": 64}),
+        ("float32", {"head_dim": 16, "chunk_size": 32}),
+    ]
     assert set(counted_probes[0]["versions"]) == {"torch", "triton"}
     assert counted_probes[0]["modules"] == ["tests.kernel_fakes", "kernels.mlstm.chunkwise"]
     assert counted_probes[0]["device_name"] and counted_probes[0]["sources"] != "unknown"
@@ -133,7 +151,9 @@ def test_rerun_probes_again_off_trusts_the_backend_and_a_bad_mode_is_named(monke
     mlstm.chunkwise(*cell_inputs(DH=64))
     assert len(counted_probes) == 3 and kernel_fakes.CALLS == ["wrong"]
     monkeypatch.setenv(probe.MODE_VARIABLE, "sometimes")
-    with pytest.raises(ValueError, match="XLSTM_SUITE_KERNEL_PROBE='sometimes'; valid choices: \\['on', 'rerun', 'off'\\]"):
+    with pytest.raises(
+        ValueError, match="XLSTM_SUITE_KERNEL_PROBE='sometimes'; valid choices: \\['on', 'rerun', 'off'\\]"
+    ):
         mlstm.chunkwise(*cell_inputs())
 
 
@@ -141,7 +161,9 @@ def test_a_compile_error_fails_the_probe_with_its_first_line(monkeypatch, capfd)
     kernel_fakes.enable(monkeypatch, "raises")
     mlstm.chunkwise(*cell_inputs())
     (line,) = probe_lines(capfd.readouterr().err)
-    assert "'fake_raises'" in line and "(RuntimeError: CompilationError: at 12:4: unsupported layout for tl.dot)" in line
+    assert (
+        "'fake_raises'" in line and "(RuntimeError: CompilationError: at 12:4: unsupported layout for tl.dot)" in line
+    )
     assert kernel_fakes.CALLS == []
 
 
@@ -168,8 +190,14 @@ def test_every_probe_case_passes_the_torch_backend_and_fails_a_wrong_one(op, mon
     """Each op's tiny case runs its torch backend against itself in float32 and bfloat16, and catches an output
     with its features reversed (the comparison sees the value, not only that something ran)."""
     for dtype in (torch.float32, torch.bfloat16):
-        request = {"op": op, "backend": "torch", "modules": [], "device": "cpu", "dtype": str(dtype)[6:],
-                   "shape_class": dict(_typical_shape_class(op))}
+        request = {
+            "op": op,
+            "backend": "torch",
+            "modules": [],
+            "device": "cpu",
+            "dtype": str(dtype)[6:],
+            "shape_class": dict(_typical_shape_class(op)),
+        }
         assert probe.run_probe(request) == (True, "")
     torch_function = backends.backend(op, "torch").function
 
@@ -177,15 +205,29 @@ def test_every_probe_case_passes_the_torch_backend_and_fails_a_wrong_one(op, mon
         result = torch_function(*args, **kwargs)
         return (result[0].flip(-1), *result[1:]) if isinstance(result, tuple) else result.flip(-1)
 
-    monkeypatch.setitem(backends._REGISTRY, op, {**backends._REGISTRY[op], "wrong": backends.Backend(
-        "wrong", wrong, lambda device: True, 0)})
-    request = {"op": op, "backend": "wrong", "modules": [], "device": "cpu", "dtype": "float32",
-               "shape_class": dict(_typical_shape_class(op))}
+    monkeypatch.setitem(
+        backends._REGISTRY,
+        op,
+        {**backends._REGISTRY[op], "wrong": backends.Backend("wrong", wrong, lambda device: True, 0)},
+    )
+    request = {
+        "op": op,
+        "backend": "wrong",
+        "modules": [],
+        "device": "cpu",
+        "dtype": "float32",
+        "shape_class": dict(_typical_shape_class(op)),
+    }
     passed, reason = probe.run_probe(request)
     assert not passed and "differ from the torch backend's" in reason
 
 
 def _typical_shape_class(op):
-    return {"mlstm.chunkwise": {"head_dim": 16, "chunk_size": 32}, "mlstm.step": {"head_dim": 16},
-            "slstm.scan": {"head_dim": 8}, "selective_scan": {"state_dim": 4}, "hgrn": {},
-            "retention": {"key_dim": 8, "value_dim": 16, "per_step_decay": 1}}.get(op, {"key_dim": 8, "value_dim": 16})
+    return {
+        "mlstm.chunkwise": {"head_dim": 16, "chunk_size": 32},
+        "mlstm.step": {"head_dim": 16},
+        "slstm.scan": {"head_dim": 8},
+        "selective_scan": {"state_dim": 4},
+        "hgrn": {},
+        "retention": {"key_dim": 8, "value_dim": 16, "per_step_decay": 1},
+    }.get(op, {"key_dim": 8, "value_dim": 16})

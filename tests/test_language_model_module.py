@@ -17,8 +17,15 @@ from models.xlstm.language_model import XLSTMLanguageModel
 from tasks.spec import IGNORE_INDEX, TaskSpec
 
 VOCAB = 64
-SPEC = TaskSpec(name="toy_lm", input_kind="tokens", input_size=VOCAB, num_classes=VOCAB, random_accuracy=1 / VOCAB,
-                group="language modelling", output_kind="vocab")
+SPEC = TaskSpec(
+    name="toy_lm",
+    input_kind="tokens",
+    input_size=VOCAB,
+    num_classes=VOCAB,
+    random_accuracy=1 / VOCAB,
+    group="language modelling",
+    output_kind="vocab",
+)
 
 
 def lm_config(model: str, **optim):
@@ -81,8 +88,10 @@ def test_perplexity_is_the_token_weighted_mean_cross_entropys_exponential():
     module.log_dict = lambda values, **_: logged.update(values)
     module.on_validation_epoch_end()
     with torch.no_grad():
-        losses = [F.cross_entropy(module.model(x).flatten(0, 1), y.flatten(), ignore_index=IGNORE_INDEX,
-                                  reduction="sum") for x, y in batches]
+        losses = [
+            F.cross_entropy(module.model(x).flatten(0, 1), y.flatten(), ignore_index=IGNORE_INDEX, reduction="sum")
+            for x, y in batches
+        ]
     expected = sum(losses) / (5 + 17)
     assert logged["val/loss"].item() == pytest.approx(expected.item(), rel=1e-6)
     assert logged["val/perplexity"].item() == pytest.approx(math.exp(expected.item()), rel=1e-6)

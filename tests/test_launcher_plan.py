@@ -22,8 +22,12 @@ from experiments.sweeps.launcher_plan import (
 from experiments.sweeps.sweep import load_launcher
 from experiments.sweeps.sweep import main as sweep_main
 
-PAPER = ["+trainer.num_nodes=8", "hydra.launcher.nodes=8", "hydra.launcher.tasks_per_node=8",
-         "hydra.launcher.gpus_per_node=8"]
+PAPER = [
+    "+trainer.num_nodes=8",
+    "hydra.launcher.nodes=8",
+    "hydra.launcher.tasks_per_node=8",
+    "hydra.launcher.gpus_per_node=8",
+]
 
 
 @pytest.fixture(scope="module")
@@ -34,29 +38,52 @@ def paper_runs():
 
 def test_a_dry_run_refuses_a_launcher_that_does_not_place_the_runs_processes(capsys):
     """--dry-run checked nothing of the launcher (nodes=3 tasks_per_node=5 exited 0)."""
-    arguments = ["spaj15b_model_results", "--scale", "paper", "--launcher", "slurm", "--dry-run", *PAPER,
-                 "hydra.launcher.nodes=3", "hydra.launcher.tasks_per_node=5"]
+    arguments = [
+        "spaj15b_model_results",
+        "--scale",
+        "paper",
+        "--launcher",
+        "slurm",
+        "--dry-run",
+        *PAPER,
+        "hydra.launcher.nodes=3",
+        "hydra.launcher.tasks_per_node=5",
+    ]
     assert sweep_main(arguments) == 2
     error = " ".join(capsys.readouterr().err.split())
-    assert error.startswith("xlstm-suite sweep: error: run ") and (
-        "trains on trainer.devices=8 processes on each of trainer.num_nodes=8 nodes, but the launcher starts "
-        "tasks_per_node=5 on each of nodes=3; set hydra.launcher.tasks_per_node=8 hydra.launcher.gpus_per_node=8 "
-        "hydra.launcher.nodes=8") in error, error
+    assert (
+        error.startswith("xlstm-suite sweep: error: run ")
+        and (
+            "trains on trainer.devices=8 processes on each of trainer.num_nodes=8 nodes, but the launcher starts "
+            "tasks_per_node=5 on each of nodes=3; set hydra.launcher.tasks_per_node=8 hydra.launcher.gpus_per_node=8 "
+            "hydra.launcher.nodes=8"
+        )
+        in error
+    ), error
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (["hydra.launcher.gpus_per_node=1"],  # the default left in place: 8 tasks share one GPU
-     "trains one process per GPU (trainer.accelerator=gpu) on tasks_per_node=8, but the launcher asks for "
-     "gpus_per_node=1; set hydra.launcher.gpus_per_node=8"),
-    (["hydra.launcher.mem_per_gpu=null", "hydra.launcher.mem_gb=64"],
-     f"mem_gb=64 GB on a node leaves 8 GB to each of its tasks_per_node=8 processes, less than "
-     f"{MIN_MEMORY_PER_PROCESS_GB} GB; set hydra.launcher.mem_gb={8 * MIN_MEMORY_PER_PROCESS_GB} or more"),
-    (["hydra.launcher.mem_gb=512"], "the launcher sets both mem_gb=512 and mem_per_gpu=64G"),
-    (["hydra.launcher.nodes=1"], "but the launcher starts tasks_per_node=8 on each of nodes=1"),
-], ids=["gpus per node", "memory per process", "two memory settings", "nodes"])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            ["hydra.launcher.gpus_per_node=1"],  # the default left in place: 8 tasks share one GPU
+            "trains one process per GPU (trainer.accelerator=gpu) on tasks_per_node=8, but the launcher asks for "
+            "gpus_per_node=1; set hydra.launcher.gpus_per_node=8",
+        ),
+        (
+            ["hydra.launcher.mem_per_gpu=null", "hydra.launcher.mem_gb=64"],
+            f"mem_gb=64 GB on a node leaves 8 GB to each of its tasks_per_node=8 processes, less than "
+            f"{MIN_MEMORY_PER_PROCESS_GB} GB; set hydra.launcher.mem_gb={8 * MIN_MEMORY_PER_PROCESS_GB} or more",
+        ),
+        (["hydra.launcher.mem_gb=512"], "the launcher sets both mem_gb=512 and mem_per_gpu=64G"),
+        (["hydra.launcher.nodes=1"], "but the launcher starts tasks_per_node=8 on each of nodes=1"),
+    ],
+    ids=["gpus per node", "memory per process", "two memory settings", "nodes"],
+)
 @pytest.mark.slow  # plans Table 1's runs at paper scale (the dry run's test above does too)
 def test_a_launcher_that_does_not_place_the_runs_processes_is_named_before_anything_is_submitted(
-        paper_runs, overrides, message):
+    paper_runs, overrides, message
+):
     with pytest.raises(ValueError) as refused:
         check_processes(paper_runs, load_launcher("slurm", [*PAPER[1:], *overrides])["hydra_launcher"])
     assert message in str(refused.value)

@@ -43,17 +43,24 @@ MAY_IMPORT = {
     "cli": {"cli", "run_kinds", "reports", "evaluation", "training", "sweeps", "config", "base"},
 }
 # The folders of tasks/ and models/: one family each (a family's modules are its own; the registries name them).
-FAMILY_FOLDERS = {f"{root}.{folder.name}" for root in ("tasks", "models")
-                  for folder in sorted((REPOSITORY_ROOT / root).iterdir()) if (folder / "__init__.py").exists()}
+FAMILY_FOLDERS = {
+    f"{root}.{folder.name}"
+    for root in ("tasks", "models")
+    for folder in sorted((REPOSITORY_ROOT / root).iterdir())
+    if (folder / "__init__.py").exists()
+}
 # Names of families and models: the task families, the backbones and the model configs (a name as reports cell it).
-FAMILY_NAMES = (set(TASK_FAMILIES) | set(known_backbones())
-                | {path.stem for path in (REPOSITORY_ROOT / "configs" / "model").glob("*.yaml")}
-                | {name.split(".")[1] for name in FAMILY_FOLDERS})
+FAMILY_NAMES = (
+    set(TASK_FAMILIES)
+    | set(known_backbones())
+    | {path.stem for path in (REPOSITORY_ROOT / "configs" / "model").glob("*.yaml")}
+    | {name.split(".")[1] for name in FAMILY_FOLDERS}
+)
 # Strings of experiments/ that may equal a family's or model's name, each with why.
 NAMED_ON_PURPOSE = {
     "experiments/reports/params_report.py": "OPEN_QUESTIONS, the parameter report's notes on the paper's counts of "
-                                            "some models and sizes: report text keyed by model, as the paper's "
-                                            "numbers (results/paper/*.csv) are",
+    "some models and sizes: report text keyed by model, as the paper's "
+    "numbers (results/paper/*.csv) are",
 }
 REPOSITORY_PACKAGES = ("experiments", "tasks", "models", "kernels", "benchmarks", "tests")
 MODULE_PATH = re.compile(rf"^({'|'.join(REPOSITORY_PACKAGES)})(\.\w+)+(:\w+)?$|^({'|'.join(REPOSITORY_PACKAGES)}):\w+$")
@@ -102,18 +109,29 @@ def imported(module: str) -> set[str]:
 
 def family_imports(source: str) -> list[str]:
     """The imports in ``source`` of a family's folder (``tasks.lm``, ``models.mamba.block``, ...)."""
-    return sorted(name for name in imports_of(source)
-                  if any(name == folder or name.startswith(f"{folder}.") for folder in FAMILY_FOLDERS))
+    return sorted(
+        name
+        for name in imports_of(source)
+        if any(name == folder or name.startswith(f"{folder}.") for folder in FAMILY_FOLDERS)
+    )
 
 
 def code_strings(source: str) -> list[tuple[int, str]]:
     """The string constants of ``source`` with their lines, docstrings left out."""
     tree = ast.parse(source)
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
-    return [(node.lineno, node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
 
 
 def named_families(source: str) -> list[str]:
@@ -126,8 +144,12 @@ def relative(path: Path) -> str:
 
 
 def test_imports_run_one_way():
-    wrong = [f"{module} imports {target}" for module in MODULES for target in sorted(imported(module))
-             if part_of(target) not in MAY_IMPORT[part_of(module)]]
+    wrong = [
+        f"{module} imports {target}"
+        for module in MODULES
+        for target in sorted(imported(module))
+        if part_of(target) not in MAY_IMPORT[part_of(module)]
+    ]
     assert not wrong, "\n".join(wrong)
 
 
@@ -135,57 +157,89 @@ def test_no_import_cycles():
     graph = {module: imported(module) for module in MODULES}
 
     def reaches(start: str, goal: str, seen: set[str]) -> bool:
-        return any(target == goal or (target not in seen and not seen.add(target) and reaches(target, goal, seen))
-                   for target in graph[start])
+        return any(
+            target == goal or (target not in seen and not seen.add(target) and reaches(target, goal, seen))
+            for target in graph[start]
+        )
 
     cycles = [module for module in MODULES if reaches(module, module, set())]
     assert not cycles, f"modules on an import cycle: {cycles}"
 
 
 def test_experiments_imports_no_module_of_a_family():
-    wrong = [f"{relative(path)} imports {name}" for path in MODULES.values()
-             for name in family_imports(path.read_text())]
+    wrong = [
+        f"{relative(path)} imports {name}" for path in MODULES.values() for name in family_imports(path.read_text())
+    ]
     assert not wrong, "\n".join(wrong) + "\nask tasks.registry, models.catalog or models.registry instead"
 
 
 def test_a_planted_import_of_a_family_is_caught_and_the_registries_are_not():
-    planted = ["import tasks.lm", "from tasks.lm.paloma import SOURCES", "from tasks import mqar",
-               "def load():\n    from models.mamba.block import MambaBackbone", "import models.transformers.stack"]
+    planted = [
+        "import tasks.lm",
+        "from tasks.lm.paloma import SOURCES",
+        "from tasks import mqar",
+        "def load():\n    from models.mamba.block import MambaBackbone",
+        "import models.transformers.stack",
+    ]
     assert all(family_imports(source) for source in planted)
-    allowed = ["from tasks.registry import TEXT, task_spec", "from tasks.spec import TaskSpec", "import models.catalog",
-               "from models.registry import build_backbone", "from models.chunked_forward import chunked_logits"]
+    allowed = [
+        "from tasks.registry import TEXT, task_spec",
+        "from tasks.spec import TaskSpec",
+        "import models.catalog",
+        "from models.registry import build_backbone",
+        "from models.chunked_forward import chunked_logits",
+    ]
     assert not any(family_imports(source) for source in allowed)
 
 
 def test_experiments_code_names_no_family_or_model():
-    wrong = [f"{relative(path)}:{found}" for path in MODULES.values() if relative(path) not in NAMED_ON_PURPOSE
-             for found in named_families(path.read_text())]
+    wrong = [
+        f"{relative(path)}:{found}"
+        for path in MODULES.values()
+        if relative(path) not in NAMED_ON_PURPOSE
+        for found in named_families(path.read_text())
+    ]
     assert not wrong, "\n".join(wrong) + "\nask the registries for names (models.catalog.display_name, ...)"
     assert named_families('MODEL_NAMES = {"llama": "Llama"}') and named_families('if family != "lm": pass')
 
 
 def test_experiments_comments_and_strings_name_no_task_family():
     family = re.compile(r"formal_languages?|mqar", re.IGNORECASE)
-    named = [f"{relative(path)}:{number}: {line.strip()}" for path in MODULES.values()
-             for number, line in enumerate(path.read_text().splitlines(), 1) if family.search(line)]
+    named = [
+        f"{relative(path)}:{number}: {line.strip()}"
+        for path in MODULES.values()
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if family.search(line)
+    ]
     assert not named, "\n".join(named)
 
 
 def test_no_module_path_in_a_string_of_experiments():
-    wrong = [f"{relative(path)}:{line}: {text!r}" for path in MODULES.values()
-             for line, text in code_strings(path.read_text())
-             if MODULE_PATH.match(text) and (relative(path), text) not in MODULE_PATHS_ON_PURPOSE]
+    wrong = [
+        f"{relative(path)}:{line}: {text!r}"
+        for path in MODULES.values()
+        for line, text in code_strings(path.read_text())
+        if MODULE_PATH.match(text) and (relative(path), text) not in MODULE_PATHS_ON_PURPOSE
+    ]
     assert not wrong, "\n".join(wrong) + "\nimport the module (a registry entry) instead of naming it"
 
 
 def test_modules_are_imported_by_name_only_where_plug_ins_are_loaded():
     dynamic = re.compile(r"\bimport_module\(|\b__import__\(")
-    found = {relative(path) for root in ("experiments", "tasks", "models")
-             for path in (REPOSITORY_ROOT / root).rglob("*.py") if dynamic.search(path.read_text())}
+    found = {
+        relative(path)
+        for root in ("experiments", "tasks", "models")
+        for path in (REPOSITORY_ROOT / root).rglob("*.py")
+        if dynamic.search(path.read_text())
+    }
     assert found <= set(DYNAMIC_IMPORTS), sorted(found - set(DYNAMIC_IMPORTS))
 
 
 def test_benchmarks_import_no_tests():
-    wrong = [f"{relative(path)} imports {name}" for path in sorted((REPOSITORY_ROOT / "benchmarks").rglob("*.py"))
-             for name in sorted(imports_of(path.read_text())) if name == "tests" or name.startswith("tests.")]
+    wrong = [
+        f"{relative(path)} imports {name}"
+        for path in sorted((REPOSITORY_ROOT / "benchmarks").rglob("*.py"))
+        for name in sorted(imports_of(path.read_text()))
+        if name == "tests" or name.startswith("tests.")
+    ]
     assert not wrong, "\n".join(wrong)

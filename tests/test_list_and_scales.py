@@ -32,16 +32,27 @@ def test_runs_of_committed_per_run_results_count_as_done(tmp_path):
     execute_run(runs[0], tmp_path / "runs", RECORD_RUN)  # one in the store, committed too: counted once
     reports = tmp_path / "reports" / "smoke"
     reports.mkdir(parents=True)
-    rows = [{"run_id": run.run_id, "status": status} for run, status in zip(runs[:4], ["done", "done", "done", "failed"])]
+    rows = [
+        {"run_id": run.run_id, "status": status} for run, status in zip(runs[:4], ["done", "done", "done", "failed"])
+    ]
     pd.DataFrame([*rows, {"run_id": "0123456789ab", "status": "done"}]).to_csv(reports / "sweep-fixture.runs.csv")
     pd.DataFrame([{"run_id": runs[5].run_id, "status": "done"}]).to_csv(reports / "sweep-fixture-a2c0987b.runs.csv")
     pd.DataFrame([{"run_id": runs[4].run_id, "status": "done"}]).to_csv(reports / "sweep-fixture-other.runs.csv")
-    header, (row,) = printed(list_artifacts(tmp_path / "runs", ["sweep-fixture"], ["smoke"], reports=tmp_path / "reports"))
+    header, (row,) = printed(
+        list_artifacts(tmp_path / "runs", ["sweep-fixture"], ["smoke"], reports=tmp_path / "reports")
+    )
     counts = dict(zip(header, row))
     # store 1 + committed 2 (runs 1, 2) + an ablation's committed 1 (run 5); the failed row and the file of another
     # artifact (sweep-fixture-other) count nothing; the committed run of another config is "other"
-    assert counts == {"artifact": "sweep-fixture", "scale": "smoke", "runs": "6", "done": "4", "committed": "3",
-                      "missing": "2", "other": "1"}
+    assert counts == {
+        "artifact": "sweep-fixture",
+        "scale": "smoke",
+        "runs": "6",
+        "done": "4",
+        "committed": "3",
+        "missing": "2",
+        "other": "1",
+    }
 
 
 def test_the_committed_mini_reports_show_as_done_in_a_fresh_clone(tmp_path):
@@ -55,14 +66,16 @@ def test_where_keeps_the_matching_runs_and_names_a_filter_nothing_matches(tmp_pa
     kept = {scale: [run for run in FIXTURE.runs(scale) if run.cell["task"] == "parity"] for scale in ("smoke", "mini")}
     assert 0 < len(kept["smoke"]) < len(FIXTURE.runs("smoke"))
     assert [row[2] for row in rows] == [str(len(kept["smoke"])), str(len(kept["mini"]))]
-    with pytest.raises(ValueError, match=r"no planned run of \['sweep-fixture'\] matches --where task=cycle_navigation"):
+    with pytest.raises(
+        ValueError, match=r"no planned run of \['sweep-fixture'\] matches --where task=cycle_navigation"
+    ):
         list_artifacts(tmp_path, ["sweep-fixture"], ["smoke"], where={"task": ["cycle_navigation"]})
 
 
 def test_a_scale_the_artifact_does_not_declare_is_refused_and_not_listed(tmp_path, artifact_folder):
     fixture = (FIXTURES / "sweep-fixture.yaml").read_text()
     smoke_only = fixture.replace("artifact: sweep-fixture", "artifact: smoke-only")
-    smoke_only = smoke_only[:smoke_only.index("  mini:")]  # the scales section's smoke block only
+    smoke_only = smoke_only[: smoke_only.index("  mini:")]  # the scales section's smoke block only
     (artifact_folder / "smoke-only.yaml").write_text(smoke_only)
     with pytest.raises(ConfigError, match=r"artifact 'smoke-only' has no 'paper' scale; its scales: \['smoke'\]"):
         load_artifact("smoke-only").runs("paper")
@@ -71,8 +84,11 @@ def test_a_scale_the_artifact_does_not_declare_is_refused_and_not_listed(tmp_pat
 
 
 def test_sweep_of_mqar_main_at_mini_is_refused_with_its_scales():
-    finished = subprocess.run([sys.executable, "-m", "experiments.cli", "sweep", "mqar-main", "--scale", "mini",
-                               "--dry-run"], capture_output=True, text=True)
+    finished = subprocess.run(
+        [sys.executable, "-m", "experiments.cli", "sweep", "mqar-main", "--scale", "mini", "--dry-run"],
+        capture_output=True,
+        text=True,
+    )
     assert finished.returncode == 2
     assert "artifact 'mqar-main' has no 'mini' scale; its scales: ['smoke', 'paper']" in finished.stderr
     assert "Traceback" not in finished.stderr

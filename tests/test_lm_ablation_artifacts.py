@@ -39,11 +39,21 @@ def test_paper_scale_is_the_15b_recipe_of_the_ablations(name):
     over 30k steps, compared at step 28170; AdamW (0.9, 0.95, 1e-5), 750 warm-up steps, decay to 10%, wd 0.1."""
     for run in paper_runs(name):
         config = run.config
-        assert (config.task.corpus, config.task.context_length, config.trainer.batch_size, config.trainer.max_steps,
-                config.optim.decay_steps, config.optim.lr) == ("cerebras/SlimPajama-627B", 2048, 256, 28170, 30000,
-                                                               1.0e-3)
-        assert (tuple(config.optim.betas), config.optim.eps, config.optim.weight_decay, config.optim.warmup_steps,
-                config.optim.min_lr_ratio) == ((0.9, 0.95), 1e-5, 0.1, 750, 0.1)
+        assert (
+            config.task.corpus,
+            config.task.context_length,
+            config.trainer.batch_size,
+            config.trainer.max_steps,
+            config.optim.decay_steps,
+            config.optim.lr,
+        ) == ("cerebras/SlimPajama-627B", 2048, 256, 28170, 30000, 1.0e-3)
+        assert (
+            tuple(config.optim.betas),
+            config.optim.eps,
+            config.optim.weight_decay,
+            config.optim.warmup_steps,
+            config.optim.min_lr_ratio,
+        ) == ((0.9, 0.95), 1e-5, 0.1, 750, 0.1)
 
 
 @pytest.mark.parametrize("name", ARTIFACTS)
@@ -59,13 +69,21 @@ def test_every_printed_row_is_one_cell_of_the_paper_grid_and_gets_its_number(nam
 def test_ablstudies_components_are_the_350m_presets():
     sizes = language_model_sizes()
     components = [run for run in paper_runs("ablstudies") if len(run.cell) == 2]  # model and seed only
-    assert [run.cell["model"] for run in components] == ["lstm", "lstm_residual", "lstm_block", "xlstm_0_1",
-                                                          "xlstm_7_1"]
+    assert [run.cell["model"] for run in components] == [
+        "lstm",
+        "lstm_residual",
+        "lstm_block",
+        "xlstm_0_1",
+        "xlstm_7_1",
+    ]
     for run in components:
         preset = sizes[run.cell["model"]]["350m"]
         model = run.config.model
         assert (model.embedding_dim, model.num_blocks, dict(model.options)) == (
-            preset["embedding_dim"], preset["num_blocks"], preset["options"]), run.label
+            preset["embedding_dim"],
+            preset["num_blocks"],
+            preset["options"],
+        ), run.label
 
 
 def test_ablstudies_gating_cells_are_the_tables_rows():
@@ -75,18 +93,29 @@ def test_ablstudies_gating_cells_are_the_tables_rows():
     gating = [run for run in artifact.runs("paper") if run.cell["model"] == "xlstm_1_0"]
     assert len(gating) == 8
     for run in gating:
-        (item,) = [item for item in paper_numbers_of(artifact.paper).rows
-                   if all(run.cell.get(key) == value for key, value in item["cell"].items())]
+        (item,) = [
+            item
+            for item in paper_numbers_of(artifact.paper).rows
+            if all(run.cell.get(key) == value for key, value in item["cell"].items())
+        ]
         row = printed_row("ablstudies", item["row"])
         for gate in ("forget", "input"):
-            options = {option: run.cell[GATE_OPTION.format(gate=gate, option=option)]
-                       for option in ("input_dependent", "learnable_bias", "bias_init")}
-            assert (str(options["input_dependent"]), str(options["learnable_bias"]),
-                    PRINTED_INIT[options["bias_init"]]) == (
-                str(row[f"{gate}_gate_input_dependent"]), str(row[f"{gate}_gate_learnable_bias"]),
-                str(row[f"{gate}_gate_bias_init"])), f"{row['learnable_gates']}: {gate} gate"
+            options = {
+                option: run.cell[GATE_OPTION.format(gate=gate, option=option)]
+                for option in ("input_dependent", "learnable_bias", "bias_init")
+            }
+            assert (
+                str(options["input_dependent"]),
+                str(options["learnable_bias"]),
+                PRINTED_INIT[options["bias_init"]],
+            ) == (
+                str(row[f"{gate}_gate_input_dependent"]),
+                str(row[f"{gate}_gate_learnable_bias"]),
+                str(row[f"{gate}_gate_bias_init"]),
+            ), f"{row['learnable_gates']}: {gate} gate"
         assert dict(run.config.model.options["mlstm"]) == {
-            key.removeprefix("model.options.mlstm."): value for key, value in run.cell.items() if "options" in key}
+            key.removeprefix("model.options.mlstm."): value for key, value in run.cell.items() if "options" in key
+        }
 
 
 def test_abl_matrixmemory_has_the_tables_blocks_and_dims_and_counts():
@@ -96,7 +125,9 @@ def test_abl_matrixmemory_has_the_tables_blocks_and_dims_and_counts():
     assert dims == list(zip(printed["embedding_dim"], printed["num_blocks"]))  # the runs in the table's order
     post = runs[0].config.model.options
     assert (post.mlstm_block, dict(post.feedforward)) == (
-        "post_up_projection", {"gated": False, "activation": "relu^2", "proj_factor": 4.0})
+        "post_up_projection",
+        {"gated": False, "activation": "relu^2", "proj_factor": 4.0},
+    )
     counts = variant_table()
     counts = counts[counts["model"].str.contains("abl_matrixmemory")]
     assert list(counts["paper_m"]) == list(printed["params_m"])
@@ -110,8 +141,13 @@ def test_mini_scale_is_the_mini_recipe_on_the_offline_corpus(name):
     assert len(seed_free) == len(paper_runs(name))  # the paper's grid (abl_matrixmemory's mini: two seeds of it)
     for run in runs:
         config = run.config
-        assert (config.task.corpus, config.model.embedding_dim, config.task.context_length, config.trainer.batch_size,
-                config.trainer.max_steps) == ("offline:docs", 128, 256, 8, 600)
+        assert (
+            config.task.corpus,
+            config.model.embedding_dim,
+            config.task.context_length,
+            config.trainer.batch_size,
+            config.trainer.max_steps,
+        ) == ("offline:docs", 128, 256, 8, 600)
 
 
 # abl_matrixmemory's smoke (21 s) runs with the slow tests, so that the default suite stays under its 15 minutes:
@@ -145,6 +181,6 @@ def test_dry_run_lists_every_run_with_its_own_keys_in_their_columns(tmp_path):
     start = header.index("run_id")
     for run in paper_runs("ablstudies"):
         (line,) = [line for line in lines if run.run_id in line]
-        assert line[start:start + 12] == run.run_id, line
+        assert line[start : start + 12] == run.run_id, line
         assert line.startswith(run.cell["model"] + " ")
     assert "GPU-hours" in text

@@ -12,8 +12,22 @@ from experiments.reports.report import write_report
 from experiments.sweeps.sweep import run_sweep
 from models.catalog import language_model_sizes
 
-TABLE_1 = ["gpt3", "llama", "h3", "mamba", "hyena", "rwkv4", "rwkv5", "rwkv6", "retnet", "hgrn", "gla", "hgrn2",
-           "xlstm_1_0", "xlstm_7_1"]
+TABLE_1 = [
+    "gpt3",
+    "llama",
+    "h3",
+    "mamba",
+    "hyena",
+    "rwkv4",
+    "rwkv5",
+    "rwkv6",
+    "retnet",
+    "hgrn",
+    "gla",
+    "hgrn2",
+    "xlstm_1_0",
+    "xlstm_7_1",
+]
 
 
 def test_paper_scale_is_table_1_s_recipe():
@@ -21,18 +35,34 @@ def test_paper_scale_is_table_1_s_recipe():
     presets; RWKV-6 also at 4e-4; AdamW (0.9, 0.95, 1e-5), 750 warm-up steps, decay to 10%, weight decay 0.1."""
     runs = load_artifact("spaj15b_model_results").runs("paper")
     assert sorted((run.cell["model"], run.cell["optim.lr"]) for run in runs) == sorted(
-        [(model, 1.0e-3) for model in TABLE_1] + [("rwkv6", 4.0e-4)])
+        [(model, 1.0e-3) for model in TABLE_1] + [("rwkv6", 4.0e-4)]
+    )
     sizes = language_model_sizes()
     for run in runs:
         config = run.config
-        assert (config.task.corpus, config.task.context_length, config.trainer.batch_size, config.trainer.max_steps,
-                config.optim.decay_steps) == ("cerebras/SlimPajama-627B", 2048, 256, 28170, 30000)
-        assert (tuple(config.optim.betas), config.optim.eps, config.optim.weight_decay, config.optim.warmup_steps,
-                config.optim.min_lr_ratio) == ((0.9, 0.95), 1e-5, 0.1, 750, 0.1)
+        assert (
+            config.task.corpus,
+            config.task.context_length,
+            config.trainer.batch_size,
+            config.trainer.max_steps,
+            config.optim.decay_steps,
+        ) == ("cerebras/SlimPajama-627B", 2048, 256, 28170, 30000)
+        assert (
+            tuple(config.optim.betas),
+            config.optim.eps,
+            config.optim.weight_decay,
+            config.optim.warmup_steps,
+            config.optim.min_lr_ratio,
+        ) == ((0.9, 0.95), 1e-5, 0.1, 750, 0.1)
         preset = sizes[config.model.name]["350m"]
         assert (config.model.embedding_dim, config.model.num_blocks, dict(config.model.options)) == (
-            preset["embedding_dim"], preset["num_blocks"], preset["options"]), config.model.name
-        assert config.model.get("tie_embeddings", False) == (config.model.name == "gpt3")  # "Only GPT-3 uses shared weights"
+            preset["embedding_dim"],
+            preset["num_blocks"],
+            preset["options"],
+        ), config.model.name
+        assert config.model.get("tie_embeddings", False) == (
+            config.model.name == "gpt3"
+        )  # "Only GPT-3 uses shared weights"
 
 
 def test_every_paper_model_has_the_papers_number_and_a_model_of_ours():

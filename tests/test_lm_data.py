@@ -32,20 +32,39 @@ from tasks.lm.training_order import TrainingOrder
 
 GPT2 = TOKENIZERS["gpt2"]
 EOT = 50256
-WORDS = ("the river ran quietly past old stone houses while children counted boats and birds under a grey sky; "
-         "numbers like 42 and 3.14 appear, as do names (Ada, Linus) and punctuation!").split()
+WORDS = (
+    "the river ran quietly past old stone houses while children counted boats and birds under a grey sky; "
+    "numbers like 42 and 3.14 appear, as do names (Ada, Linus) and punctuation!"
+).split()
 
 
 def documents(count: int = 60) -> list[str]:
     """Documents of varied lengths (4 to 70 words), all distinct."""
-    return [f"Document {index}: " + " ".join(WORDS[(index * 7 + word) % len(WORDS)]
-                                              for word in range(4 + (index * 13) % 67)) for index in range(count)]
+    return [
+        f"Document {index}: "
+        + " ".join(WORDS[(index * 7 + word) % len(WORDS)] for word in range(4 + (index * 13) % 67))
+        for index in range(count)
+    ]
 
 
 def lm_config(corpus, **changes) -> LMTaskConfig:
-    fields = dict(name="tiny", family="lm", corpus=str(corpus), text_field="text", train_split="train",
-                  validation_split=None, test_split=None, holdout_fraction=0.2, tokenizer="gpt2", vocab_size=50304,
-                  context_length=16, data_seed=0, max_train_tokens=None, val_sequences=2, test_sequences=2)
+    fields = dict(
+        name="tiny",
+        family="lm",
+        corpus=str(corpus),
+        text_field="text",
+        train_split="train",
+        validation_split=None,
+        test_split=None,
+        holdout_fraction=0.2,
+        tokenizer="gpt2",
+        vocab_size=50304,
+        context_length=16,
+        data_seed=0,
+        max_train_tokens=None,
+        val_sequences=2,
+        test_sequences=2,
+    )
     return LMTaskConfig(**{**fields, **changes})
 
 
@@ -68,8 +87,9 @@ class FakeTrainer(SimpleNamespace):
     """The trainer attributes tasks.training_position reads."""
 
     def __init__(self, step=0, rank=0, world_size=1, accumulation=1):
-        super().__init__(global_step=step, global_rank=rank, world_size=world_size,
-                         accumulate_grad_batches=accumulation)
+        super().__init__(
+            global_step=step, global_rank=rank, world_size=world_size, accumulate_grad_batches=accumulation
+        )
 
 
 def training_batches(config, global_batch, count, trainer=None):
@@ -81,6 +101,7 @@ def training_batches(config, global_batch, count, trainer=None):
 
 # --- the tokenizer ----------------------------------------------------------------------------------------------
 
+
 def test_gpt2_gives_the_published_ids():
     enc = encoding()
     assert enc.encode_ordinary("Hello world") == [15496, 995]
@@ -89,9 +110,15 @@ def test_gpt2_gives_the_published_ids():
     assert enc.encode_ordinary("<|endoftext|>") != [50256]  # document text never makes the boundary token
 
 
-VARIED_TEXTS = ["Hello, my dog is cute", "  leading and trailing  ", "naïve café — 東京 🙂 ok",
-                "x = 12345678 + 3.14\n\n\tdef f():\n        return 'it''s'", "I'll've we're they'd", "\n\n\n",
-                " ".join(documents(3))]
+VARIED_TEXTS = [
+    "Hello, my dog is cute",
+    "  leading and trailing  ",
+    "naïve café — 東京 🙂 ok",
+    "x = 12345678 + 3.14\n\n\tdef f():\n        return 'it''s'",
+    "I'll've we're they'd",
+    "\n\n\n",
+    " ".join(documents(3)),
+]
 
 
 def test_gpt2_equals_tiktokens_own_r50k_base_built_from_the_same_file(tmp_path, monkeypatch):
@@ -152,6 +179,7 @@ def test_set_up_keeps_a_whole_file_and_replaces_a_damaged_one(tmp_path, monkeypa
 
 # --- corpora ----------------------------------------------------------------------------------------------------
 
+
 def every_format(folder: Path, texts: list[str]) -> dict[str, str]:
     """The same documents as a corpus of each local format: name -> corpus string."""
     jsonl = write_jsonl(folder / "docs.jsonl", texts)
@@ -161,8 +189,13 @@ def every_format(folder: Path, texts: list[str]) -> dict[str, str]:
     for index, text in enumerate(texts):
         (folder / "txt" / f"{index:04d}.txt").write_text(text)
     (folder / "txt" / ".hidden.txt").write_text("not a document")
-    return {"jsonl": str(jsonl), "jsonl.zst": str(folder / "docs.jsonl.zst"), "parquet": str(folder / "docs.parquet"),
-            "txt directory": str(folder / "txt"), "txt glob": str(folder / "txt" / "*.txt")}
+    return {
+        "jsonl": str(jsonl),
+        "jsonl.zst": str(folder / "docs.jsonl.zst"),
+        "parquet": str(folder / "docs.parquet"),
+        "txt directory": str(folder / "txt"),
+        "txt glob": str(folder / "txt" / "*.txt"),
+    }
 
 
 def test_every_local_format_reads_the_documents_in_order(tmp_path):
@@ -195,8 +228,10 @@ def test_bad_corpora_are_named_with_the_valid_choices(tmp_path):
     problems = lm_config(tmp_path / "missing.jsonl").problems()
     assert len(problems) == 1 and "no such file or directory" in problems[0] and "missing.jsonl" in problems[0]
     problems = lm_config("offline:wikitext").problems()
-    assert problems == ["corpus='offline:wikitext' is not an offline corpus; valid choices: ['offline:docs', "
-                        "'offline:linux-doc', 'offline:python-doc', 'offline:sample', 'offline:shakespeare']"]
+    assert problems == [
+        "corpus='offline:wikitext' is not an offline corpus; valid choices: ['offline:docs', "
+        "'offline:linux-doc', 'offline:python-doc', 'offline:sample', 'offline:shakespeare']"
+    ]
     write_jsonl(tmp_path / "docs.jsonl", ["a"])
     problems = lm_config(tmp_path / "docs.jsonl", validation_split="validation").problems()
     assert len(problems) == 1 and "has only the split 'train', not 'validation'" in problems[0]
@@ -208,10 +243,16 @@ def test_a_missing_text_field_names_the_records_fields(jsonl_corpus):
 
 
 def test_an_offline_corpus_not_installed_names_the_install_command(monkeypatch, tmp_path):
-    monkeypatch.setitem(offline_corpus.SOURCES, "linux-doc",
-                        offline_corpus.DebianSource("linux-doc-6.12", str(tmp_path / "absent"), ("**/*.rst.gz",)))
-    with pytest.raises(FileNotFoundError, match=r"linux-doc not installed; install with "
-                                                r"`python -m tasks\.lm\.offline_corpus --install`"):
+    monkeypatch.setitem(
+        offline_corpus.SOURCES,
+        "linux-doc",
+        offline_corpus.DebianSource("linux-doc-6.12", str(tmp_path / "absent"), ("**/*.rst.gz",)),
+    )
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"linux-doc not installed; install with "
+        r"`python -m tasks\.lm\.offline_corpus --install`",
+    ):
         offline_corpus.offline_files("linux-doc")
 
 
@@ -223,13 +264,19 @@ def test_an_offline_corpus_reads_gzipped_and_plain_files_as_documents(monkeypatc
     (root / "b.txt.gz").write_bytes(gzip.compress(b"plain text doc\n"))
     (root / "c.yaml.gz").write_bytes(gzip.compress(b"key: value\n"))
     (root / "translations" / "it" / "d.rst.gz").write_bytes(gzip.compress(b"Documentazione\n"))
-    monkeypatch.setitem(offline_corpus.SOURCES, "linux-doc", offline_corpus.DebianSource(
-        "linux-doc-6.12", str(root), ("**/*.rst.gz", "**/*.txt.gz"), exclude=("translations",)))
+    monkeypatch.setitem(
+        offline_corpus.SOURCES,
+        "linux-doc",
+        offline_corpus.DebianSource(
+            "linux-doc-6.12", str(root), ("**/*.rst.gz", "**/*.txt.gz"), exclude=("translations",)
+        ),
+    )
     read = [text for batch in document_batches("offline:linux-doc", "train", "text") for text in batch]
     assert read == ["Kernel *docs*\n\nsecond line\n", "plain text doc\n"]
 
 
 # --- packing and sequences --------------------------------------------------------------------------------------
+
 
 def test_documents_are_tokenised_each_followed_by_end_of_text():
     texts = documents(20) + ["text that mentions <|endoftext|> is plain text"]
@@ -246,7 +293,7 @@ def test_max_tokens_reads_only_the_start_of_the_corpus():
     def batches():
         for start in range(0, len(texts), 2):
             read.append(start)
-            yield texts[start:start + 2]
+            yield texts[start : start + 2]
 
     tokens = cached_tokens({"test": "max_tokens"}, batches(), "gpt2", 100)
     assert tokens.tolist() == expected_stream(texts)[:100]
@@ -263,8 +310,8 @@ def test_sequences_hold_the_next_token_as_target_across_document_boundaries(json
     assert inputs.dtype == targets.dtype == torch.int64 and inputs.shape == targets.shape == (len(rows), 16)
     stream = torch.from_numpy(tokens.astype(np.int64))
     for row in rows:
-        assert torch.equal(inputs[row], stream[row * 16:row * 16 + 16])
-        assert torch.equal(targets[row], stream[row * 16 + 1:row * 16 + 17])  # the next token at every position
+        assert torch.equal(inputs[row], stream[row * 16 : row * 16 + 16])
+        assert torch.equal(targets[row], stream[row * 16 + 1 : row * 16 + 17])  # the next token at every position
     boundaries = (inputs[:, :-1] == EOT).nonzero().tolist()
     assert boundaries, "some sequence crosses a document boundary"
     train_documents = [text for batch in part_source(config, "train").document_batches() for text in batch]
@@ -273,6 +320,7 @@ def test_sequences_hold_the_next_token_as_target_across_document_boundaries(json
 
 
 # --- training order ---------------------------------------------------------------------------------------------
+
 
 def test_every_epoch_visits_every_sequence_once_in_its_own_order():
     order = TrainingOrder(sequences=10, global_batch=4, data_seed=3)
@@ -328,9 +376,15 @@ def test_lightning_resumes_from_a_checkpoint_at_the_exact_next_micro_batch(jsonl
 
     def fit(max_steps, resume=None, save=None):
         model = FirstTokens()
-        trainer = lightning.Trainer(max_steps=max_steps, accumulate_grad_batches=2, logger=False,
-                                    enable_checkpointing=False, enable_progress_bar=False,
-                                    enable_model_summary=False, limit_val_batches=0)
+        trainer = lightning.Trainer(
+            max_steps=max_steps,
+            accumulate_grad_batches=2,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            limit_val_batches=0,
+        )
         trainer.fit(model, datamodule=build_datamodule(lm_config(jsonl_corpus), 8), ckpt_path=resume)
         if save:
             trainer.save_checkpoint(save)
@@ -360,22 +414,28 @@ def test_ranks_and_accumulation_split_the_global_batch_rank_major(jsonl_corpus):
 def test_a_global_batch_that_does_not_split_is_refused(jsonl_corpus):
     datamodule = build_datamodule(lm_config(jsonl_corpus), 6)
     datamodule.trainer = FakeTrainer(world_size=2, accumulation=2)
-    with pytest.raises(ValueError, match=r"global batch size 6 does not split into world_size 2 x accumulation 2 = 4"
-                                         r" equal micro-batches; valid: a global batch size divisible by 4"):
+    with pytest.raises(
+        ValueError,
+        match=r"global batch size 6 does not split into world_size 2 x accumulation 2 = 4"
+        r" equal micro-batches; valid: a global batch size divisible by 4",
+    ):
         datamodule.train_dataloader()
 
 
 # --- validation and test ----------------------------------------------------------------------------------------
 
+
 def test_held_out_documents_are_in_no_other_part(jsonl_corpus):
     config = lm_config(jsonl_corpus, holdout_fraction=0.2)
-    parts = {part: [text for batch in part_source(config, part).document_batches() for text in batch]
-             for part in ("train", "validation", "test")}
+    parts = {
+        part: [text for batch in part_source(config, part).document_batches() for text in batch]
+        for part in ("train", "validation", "test")
+    }
     assert all(parts.values())
     assert sorted(text for texts in parts.values() for text in texts) == sorted(documents())  # each exactly once
     assert all(held_out_part(text, 0.2) == part for part, texts in parts.items() for text in texts)
     validation = part_tokens(config, "validation")
-    assert validation.tolist() == expected_stream(parts["validation"])[:2 * 16 + 1]
+    assert validation.tolist() == expected_stream(parts["validation"])[: 2 * 16 + 1]
 
 
 def test_named_splits_are_read_for_validation_and_test(tmp_path):
@@ -395,8 +455,10 @@ def test_a_held_out_validation_beside_a_named_test_split_takes_only_its_own_docu
         (tmp_path / split).mkdir()
         write_jsonl(tmp_path / split / "part.jsonl", part)
     config = lm_config(tmp_path / "{split}" / "part.jsonl", test_split="test", holdout_fraction=0.2)
-    read = {part: [text for batch in part_source(config, part).document_batches() for text in batch]
-            for part in ("train", "validation", "test")}
+    read = {
+        part: [text for batch in part_source(config, part).document_batches() for text in batch]
+        for part in ("train", "validation", "test")
+    }
     assert read["test"] == texts[60:]
     assert read["validation"] == [text for text in texts[:60] if held_out_part(text, 0.2) == "validation"]
     assert read["train"] == [text for text in texts[:60] if held_out_part(text, 0.2) != "validation"]
@@ -417,13 +479,17 @@ def test_evaluation_loaders_serve_the_fixed_sequences_in_micro_batches(jsonl_cor
 
 def test_too_few_held_out_tokens_name_the_setting(jsonl_corpus):
     datamodule = build_datamodule(lm_config(jsonl_corpus, val_sequences=10_000), 4)
-    with pytest.raises(ValueError, match=r"validation documents .* fewer than val_sequences=10000 sequences of "
-                                         r"context_length 16 need \(160001\); lower val_sequences or raise "
-                                         r"holdout_fraction"):
+    with pytest.raises(
+        ValueError,
+        match=r"validation documents .* fewer than val_sequences=10000 sequences of "
+        r"context_length 16 need \(160001\); lower val_sequences or raise "
+        r"holdout_fraction",
+    ):
         datamodule.val_dataloader()
 
 
 # --- the token cache --------------------------------------------------------------------------------------------
+
 
 def test_the_token_cache_is_read_back_and_a_damaged_entry_rebuilt(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("XLSTM_SUITE_DATA_CACHE", str(tmp_path))
@@ -447,8 +513,10 @@ def test_the_token_cache_is_read_back_and_a_damaged_entry_rebuilt(tmp_path, monk
     assert capsys.readouterr().err == ""
 
     whole = stream.read_bytes()
-    damages = {"truncated": whole[:len(whole) // 2],
-               "corrupt (checksum mismatch)": whole[:10] + bytes([whole[10] ^ 1]) + whole[11:]}
+    damages = {
+        "truncated": whole[: len(whole) // 2],
+        "corrupt (checksum mismatch)": whole[:10] + bytes([whole[10] ^ 1]) + whole[11:],
+    }
     for problem, damaged in damages.items():
         stream.write_bytes(damaged)
         assert cached_tokens(settings, [texts], "gpt2", None).tolist() == expected
@@ -467,12 +535,14 @@ def test_other_settings_get_their_own_cache_entry(tmp_path, monkeypatch, jsonl_c
     assert len(list((tmp_path / "cache" / "lm").glob("*.tokens"))) == 4  # train twice, validation, test
     write_jsonl(jsonl_corpus, documents(61))  # a changed corpus file is another corpus
     datamodule = LMDataModule(lm_config(jsonl_corpus), 4)
-    assert len(datamodule.tokens("train")) > len(LMDataModule(lm_config(jsonl_corpus, max_train_tokens=200),
-                                                               4).tokens("train"))
+    assert len(datamodule.tokens("train")) > len(
+        LMDataModule(lm_config(jsonl_corpus, max_train_tokens=200), 4).tokens("train")
+    )
     assert len(list((tmp_path / "cache" / "lm").glob("*.tokens"))) == 6
 
 
 # --- config -----------------------------------------------------------------------------------------------------
+
 
 def test_the_spec_is_next_token_prediction_over_the_padded_vocabulary(jsonl_corpus):
     spec = lm_config(jsonl_corpus).spec()
@@ -481,7 +551,7 @@ def test_the_spec_is_next_token_prediction_over_the_padded_vocabulary(jsonl_corp
 
 
 def test_the_slimpajama_config_is_one_epoch_of_the_papers_15b_runs():
-    """"The models are compared after one epoch at training step 28170", with "context length 2048 and batch size
+    """ "The models are compared after one epoch at training step 28170", with "context length 2048 and batch size
     256" (Appendix B.2)."""
     from experiments.config.configuration import task_config
 
@@ -490,13 +560,21 @@ def test_the_slimpajama_config_is_one_epoch_of_the_papers_15b_runs():
     assert (config.max_train_tokens - 1) // config.context_length == 28170 * 256
 
 
-@pytest.mark.parametrize("changes, message", [
-    (dict(vocab_size=50000), "vocab_size=50000 is smaller than the gpt2 tokenizer's 50257 ids; valid: vocab_size >= "
-                             "50257"),
-    (dict(holdout_fraction=0), "holdout_fraction=0 holds out no documents for validation and test"),
-    (dict(max_train_tokens=10), "max_train_tokens=10 is fewer than one sequence of context_length + 1 tokens; "
-                                "valid: max_train_tokens >= 17, or null"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (
+            dict(vocab_size=50000),
+            "vocab_size=50000 is smaller than the gpt2 tokenizer's 50257 ids; valid: vocab_size >= 50257",
+        ),
+        (dict(holdout_fraction=0), "holdout_fraction=0 holds out no documents for validation and test"),
+        (
+            dict(max_train_tokens=10),
+            "max_train_tokens=10 is fewer than one sequence of context_length + 1 tokens; "
+            "valid: max_train_tokens >= 17, or null",
+        ),
+    ],
+)
 def test_a_bad_config_value_is_named_before_anything_is_read(jsonl_corpus, changes, message):
     config = lm_config(jsonl_corpus, **changes)
     assert any(problem.startswith(message) for problem in config.problems()), config.problems()
@@ -506,11 +584,14 @@ def test_a_bad_config_value_is_named_before_anything_is_read(jsonl_corpus, chang
 
 def test_a_validation_split_equal_to_the_training_split_is_refused():
     problems = lm_config("cerebras/SlimPajama-627B", validation_split="train", test_split="test").problems()
-    assert problems == ["validation_split='train' is the training split: it would score documents the model "
-                        "trained on; name another split, or null to hold out documents"]
+    assert problems == [
+        "validation_split='train' is the training split: it would score documents the model "
+        "trained on; name another split, or null to hold out documents"
+    ]
 
 
 # --- the installed offline corpus -------------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_the_installed_offline_corpus_tokenises_with_held_out_documents_apart():
@@ -518,13 +599,14 @@ def test_the_installed_offline_corpus_tokenises_with_held_out_documents_apart():
         files = offline_corpus.offline_files("docs")
     except FileNotFoundError as error:
         pytest.skip(f"the offline corpus is not installed ({error})")
-    config = lm_config("offline:docs", holdout_fraction=0.05, context_length=2048, val_sequences=64,
-                       test_sequences=64)
+    config = lm_config("offline:docs", holdout_fraction=0.05, context_length=2048, val_sequences=64, test_sequences=64)
     parts = {part: part_tokens(config, part) for part in ("train", "validation", "test")}
     train_documents = int((parts["train"] == EOT).sum())
     assert 0.8 * len(files) < train_documents < len(files)  # the held-out ~10% are missing
     assert len(parts["train"]) > 10_000_000 and int(parts["train"].max()) < 50257
     assert len(parts["validation"]) == len(parts["test"]) == 64 * 2048 + 1
-    texts = {part: {text for batch in part_source(config, part).document_batches() for text in batch}
-             for part in ("train", "validation", "test")}
+    texts = {
+        part: {text for batch in part_source(config, part).document_batches() for text in batch}
+        for part in ("train", "validation", "test")
+    }
     assert not texts["train"] & (texts["validation"] | texts["test"]) and not texts["validation"] & texts["test"]

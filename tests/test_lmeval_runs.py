@@ -41,7 +41,7 @@ def direct_log_likelihood(model, context: str, continuation: str) -> tuple[float
     with torch.no_grad():
         log_probs = torch.log_softmax(model(tokens[None, :-1])[0].double(), -1)  # (S, V)
     positions = torch.arange(len(context_tokens) - 1, len(tokens) - 1)
-    targets = tokens[len(context_tokens):]
+    targets = tokens[len(context_tokens) :]
     greedy = bool((log_probs[positions].argmax(-1) == targets).all())
     return float(log_probs[positions, targets].sum()), greedy
 
@@ -55,8 +55,9 @@ def harness_run(tmp_path_factory):
     model = tiny_model()
     harness = SuiteLanguageModel(model, "gpt2", context_length=4)
     manager = TaskManager(include_path=str(lmeval_sample(tmp_path_factory.mktemp("tasks"))))
-    results = lm_eval.simple_evaluate(model=harness, tasks=list(SAMPLE_TASKS), task_manager=manager,
-                                      bootstrap_iters=0, log_samples=True)
+    results = lm_eval.simple_evaluate(
+        model=harness, tasks=list(SAMPLE_TASKS), task_manager=manager, bootstrap_iters=0, log_samples=True
+    )
     return model, results
 
 
@@ -64,8 +65,9 @@ def test_the_harness_multiple_choice_accuracy_is_the_argmax_of_our_summed_contin
     model, results = harness_run
     correct, correct_norm = [], []
     for question in CHOICE_QUESTIONS:
-        likelihoods = np.array([direct_log_likelihood(model, question["question"], " " + choice)[0]
-                                for choice in question["choices"]])
+        likelihoods = np.array(
+            [direct_log_likelihood(model, question["question"], " " + choice)[0] for choice in question["choices"]]
+        )
         lengths = np.array([len(choice) for choice in question["choices"]], dtype=float)
         correct.append(np.argmax(likelihoods) == question["label"])
         correct_norm.append(np.argmax(likelihoods / lengths) == question["label"])
@@ -75,8 +77,9 @@ def test_the_harness_multiple_choice_accuracy_is_the_argmax_of_our_summed_contin
     for sample in results["samples"]["sample_choice"]:  # and each choice's log-likelihood itself
         question = CHOICE_QUESTIONS[sample["doc_id"]]
         for (_context, continuation), [(likelihood, _)] in zip(sample["arguments"], sample["resps"]):
-            assert likelihood == pytest.approx(direct_log_likelihood(model, question["question"], continuation)[0],
-                                               abs=1e-4)
+            assert likelihood == pytest.approx(
+                direct_log_likelihood(model, question["question"], continuation)[0], abs=1e-4
+            )
 
 
 def test_the_harness_cloze_perplexity_and_accuracy_are_ours(harness_run):
@@ -99,8 +102,9 @@ def test_a_request_longer_than_the_training_context_is_scored_whole(name):
     context = "Shall I compare thee to a summer's day? Thou art more lovely and more temperate:"
     continuation = " Rough winds do shake the darling buds of May"
     assert len(encoding().encode_ordinary(context + continuation)) > 3 * 8
-    (likelihood, greedy), = harness._loglikelihood_tokens(
-        [(None, encoding().encode_ordinary(context), encoding().encode_ordinary(continuation))])
+    ((likelihood, greedy),) = harness._loglikelihood_tokens(
+        [(None, encoding().encode_ordinary(context), encoding().encode_ordinary(continuation))]
+    )
     expected, expected_greedy = direct_log_likelihood(model, context, continuation)
     assert likelihood == pytest.approx(expected, abs=1e-4) and greedy == expected_greedy
     assert likelihood < 0
@@ -153,30 +157,53 @@ def test_generation_is_greedy_and_stops_at_the_stop_string():
     model = tiny_model()
     context = "Shall I compare thee"
     prompt = torch.tensor([encoding().encode_ordinary(context)])
-    reference = encoding().decode(greedy_generate(model, prompt, 6)[0, prompt.shape[1]:].tolist())
+    reference = encoding().decode(greedy_generate(model, prompt, 6)[0, prompt.shape[1] :].tolist())
     harness = SuiteLanguageModel(model, "gpt2", context_length=4)
     request = Instance("generate_until", doc={}, arguments=(context, {"until": [], "max_gen_toks": 6}), idx=0)
     assert harness.generate_until([request]) == [reference]
-    stop = reference[len(reference) // 2:]
+    stop = reference[len(reference) // 2 :]
     request = Instance("generate_until", doc={}, arguments=(context, {"until": [stop], "max_gen_toks": 6}), idx=0)
-    assert harness.generate_until([request]) == [reference[:reference.index(stop)]]
+    assert harness.generate_until([request]) == [reference[: reference.index(stop)]]
 
 
 def test_table_columns_keep_each_metrics_best_precision_and_average_the_six_accuracies():
     by_precision = {
-        "32-true": {"lambada_openai/perplexity": 7.5, "lambada_openai/acc": 0.57, "hellaswag/acc_norm": 0.60,
-                    "hellaswag/acc": 0.99, "piqa/acc": 0.74, "arc_easy/acc": 0.64, "arc_challenge/acc_norm": 0.32,
-                    "winogrande/acc": 0.60},
-        "bf16-mixed": {"lambada_openai/perplexity": 6.86, "lambada_openai/acc": 0.5783, "hellaswag/acc_norm": 0.6091,
-                       "hellaswag/acc": 0.1, "piqa/acc": 0.7459, "arc_easy/acc": 0.6431,
-                       "arc_challenge/acc_norm": 0.3259, "winogrande/acc": 0.6062},
+        "32-true": {
+            "lambada_openai/perplexity": 7.5,
+            "lambada_openai/acc": 0.57,
+            "hellaswag/acc_norm": 0.60,
+            "hellaswag/acc": 0.99,
+            "piqa/acc": 0.74,
+            "arc_easy/acc": 0.64,
+            "arc_challenge/acc_norm": 0.32,
+            "winogrande/acc": 0.60,
+        },
+        "bf16-mixed": {
+            "lambada_openai/perplexity": 6.86,
+            "lambada_openai/acc": 0.5783,
+            "hellaswag/acc_norm": 0.6091,
+            "hellaswag/acc": 0.1,
+            "piqa/acc": 0.7459,
+            "arc_easy/acc": 0.6431,
+            "arc_challenge/acc_norm": 0.3259,
+            "winogrande/acc": 0.6062,
+        },
     }
     higher = {"lambada_openai": {"perplexity": False, "acc": True}}
     columns = table_columns(best_metrics(by_precision, higher))
     # xLSTM[1:0] 1.3B's row of the table: 6.86, 57.83, 60.91, 74.59, 64.31, 32.59, 60.62, average 58.48
-    assert columns == pytest.approx({"lambada_ppl": 6.86, "lambada_acc": 57.83, "hellaswag_acc": 60.91,
-                                     "piqa_acc": 74.59, "arc_easy_acc": 64.31, "arc_challenge_acc": 32.59,
-                                     "winogrande_acc": 60.62, "average_acc": 58.475})
+    assert columns == pytest.approx(
+        {
+            "lambada_ppl": 6.86,
+            "lambada_acc": 57.83,
+            "hellaswag_acc": 60.91,
+            "piqa_acc": 74.59,
+            "arc_easy_acc": 64.31,
+            "arc_challenge_acc": 32.59,
+            "winogrande_acc": 60.62,
+            "average_acc": 58.475,
+        }
+    )
     paper = pd.read_csv("results/paper/tables/lmeval.csv")
     accuracies = ["lambada_acc", "hellaswag_acc", "piqa_acc", "arc_easy_acc", "arc_challenge_acc", "winogrande_acc"]
     assert (paper[accuracies].mean(axis=1) - paper["average_acc"]).abs().max() < 0.006  # the table's Average
@@ -200,14 +227,19 @@ def test_the_report_puts_the_papers_average_accuracy_beside_each_paper_cell():
     assert paper.tolist() == [58.48, 41.78, 53.86]  # Table lmeval's Average column
 
 
-@pytest.mark.parametrize("settings, message", [
-    ("{precisions: [fp16]}", "evaluates.settings.precisions=['fp16'] must be a list of one of ['32-true', "
-                             "'bf16-true', 'bf16-mixed']"),
-    ("{limit: 0}", "evaluates.settings.limit=0 must be >= 1"),
-    ("{tasks: []}", "evaluates.settings.tasks=[] names no task"),
-    ("{tasks: [piqa, piqa]}", "evaluates.settings.tasks=['piqa', 'piqa'] names a value twice"),
-    ("{task: [piqa]}", "unknown key evaluates.settings.task; did you mean evaluates.settings.tasks"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        (
+            "{precisions: [fp16]}",
+            "evaluates.settings.precisions=['fp16'] must be a list of one of ['32-true', 'bf16-true', 'bf16-mixed']",
+        ),
+        ("{limit: 0}", "evaluates.settings.limit=0 must be >= 1"),
+        ("{tasks: []}", "evaluates.settings.tasks=[] names no task"),
+        ("{tasks: [piqa, piqa]}", "evaluates.settings.tasks=['piqa', 'piqa'] names a value twice"),
+        ("{task: [piqa]}", "unknown key evaluates.settings.task; did you mean evaluates.settings.tasks"),
+    ],
+)
 def test_a_bad_setting_is_named_when_the_artifact_loads(artifact_folder, settings, message):
     assert message in load_error(artifact_folder, "lmeval", settings, "lmeval/average_acc")
 
@@ -216,8 +248,11 @@ def test_a_task_the_harness_does_not_know_is_named_before_any_compute(tmp_path):
     from experiments.config.evaluation_kinds import LmevalSettings
     from experiments.evaluation.lmeval_run import harness_tasks
 
-    with pytest.raises(ValueError, match=r"\['sample_choise'\] are not tasks of the LM Evaluation Harness .*"
-                                         r"'sample_choice'"):
+    with pytest.raises(
+        ValueError,
+        match=r"\['sample_choise'\] are not tasks of the LM Evaluation Harness .*"
+        r"'sample_choice'",
+    ):
         harness_tasks(LmevalSettings(tasks=["sample_choise"], task_dir=str(lmeval_sample(tmp_path))))
     with pytest.raises(ValueError, match="task_dir='/no/such/folder' is not a folder"):
         harness_tasks(LmevalSettings(task_dir="/no/such/folder"))
@@ -239,7 +274,8 @@ def test_smoke_scale_trains_evaluates_and_reports(tmp_path):
         precisions = json.loads((folder / "lmeval.json").read_text())
         assert sorted(precisions) == ["32-true", "bf16-mixed"]
         assert metrics["lmeval/best/sample_cloze/perplexity"] == min(
-            values["sample_cloze/perplexity"] for values in precisions.values())
+            values["sample_cloze/perplexity"] for values in precisions.values()
+        )
     outcome = write_report("lmeval", "smoke", root, reports)
     assert outcome.status == "written"
     table = pd.read_csv(reports / "smoke" / "lmeval.csv")
@@ -257,9 +293,15 @@ def test_smoke_scale_trains_evaluates_and_reports(tmp_path):
 
     run = load_artifact("lmeval").runs("smoke")[0]
     trained = training_directory(run.config.evaluate, root)
-    by_name = lm_eval.simple_evaluate(model="xlstm-suite", model_args=f"run={trained}", tasks=["sample_cloze"],
-                                      task_manager=TaskManager(include_path=str(lmeval_sample())),
-                                      bootstrap_iters=0, log_samples=False)
+    by_name = lm_eval.simple_evaluate(
+        model="xlstm-suite",
+        model_args=f"run={trained}",
+        tasks=["sample_cloze"],
+        task_manager=TaskManager(include_path=str(lmeval_sample())),
+        bootstrap_iters=0,
+        log_samples=False,
+    )
     evaluated = json.loads((root / "smoke" / "lmeval" / run.run_id / "lmeval.json").read_text())["32-true"]
     assert by_name["results"]["sample_cloze"]["perplexity,none"] == pytest.approx(
-        evaluated["sample_cloze/perplexity"], rel=1e-6)
+        evaluated["sample_cloze/perplexity"], rel=1e-6
+    )

@@ -10,9 +10,19 @@ from experiments.training.train import _logger, run_training
 event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
 
 # 8 steps validated every 2; the first attempt fails after 5, so it logged steps that the resumed one redoes
-TINY = ["model=xlstm_1_0", "task=parity", "trainer.max_steps=8", "trainer.val_every_steps=2", "trainer.batch_size=4",
-        "model.embedding_dim=16", "task.val_samples=8", "task.test_samples=8", "task.eval_max_length=48",
-        "trainer.num_threads=1", "trainer.logger=tensorboard"]
+TINY = [
+    "model=xlstm_1_0",
+    "task=parity",
+    "trainer.max_steps=8",
+    "trainer.val_every_steps=2",
+    "trainer.batch_size=4",
+    "model.embedding_dim=16",
+    "task.val_samples=8",
+    "task.test_samples=8",
+    "task.eval_max_length=48",
+    "trainer.num_threads=1",
+    "trainer.logger=tensorboard",
+]
 
 
 def scalars(run_dir, tag: str) -> list[tuple[int, float]]:

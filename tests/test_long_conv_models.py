@@ -90,8 +90,9 @@ def test_diagonal_ssm_kernel_equals_the_bilinear_discretisation_in_matrix_form()
     A_bar = torch.linalg.solve(identity - dt / 2 * A, identity + dt / 2 * A)
     B_bar = torch.linalg.solve(identity - dt / 2 * A, dt * torch.view_as_complex(ssm.B)[..., None])  # (H, N/2, 1)
     C = torch.view_as_complex(ssm.C)[:, None, :]  # (H, 1, N/2)
-    expected = torch.stack([2 * (C @ torch.linalg.matrix_power(A_bar, power) @ B_bar).real[:, 0, 0]
-                            for power in range(25)])
+    expected = torch.stack(
+        [2 * (C @ torch.linalg.matrix_power(A_bar, power) @ B_bar).real[:, 0, 0] for power in range(25)]
+    )
     torch.testing.assert_close(ssm.kernel(25), expected, rtol=0, atol=1e-12)
 
 
@@ -171,8 +172,15 @@ def test_hyena_operator_equals_the_papers_toeplitz_form(order):
 def test_hyena_implicit_filter_follows_the_papers_parameterisation():
     """h_t = exp(-t |alpha|) FFN(PE(t)), PE(t) = [t, cos(2 pi f n / L), -sin(2 pi f n / L)], sine activations;
     decay rates |alpha| from log(1e-2) / 1.5 to log(1e-2) / 0.3 across the channels (safari's defaults)."""
-    backbone = build_backbone("hyena", embedding_dim=4, num_blocks=1, order=3, max_length=20, filter_embedding_dim=5,
-                                  filter_sine_frequency=14.0).double()
+    backbone = build_backbone(
+        "hyena",
+        embedding_dim=4,
+        num_blocks=1,
+        order=3,
+        max_length=20,
+        filter_embedding_dim=5,
+        filter_sine_frequency=14.0,
+    ).double()
     filter_module = backbone.blocks[0].mixer.filter
     L, n = 20, torch.arange(20, dtype=DOUBLE)[:, None]
     t = n / (L - 1)
@@ -216,8 +224,13 @@ def test_hyena_backbone_contract(order):
 def test_small_models_train_on_cpu(name):
     """The formal-language setting: 2 blocks, E = 64, short sequences; gradients reach every parameter."""
     torch.manual_seed(0)
-    model = LanguageModel(build_backbone(name, embedding_dim=64, num_blocks=2, max_length=256) if name == "hyena"
-                          else build_backbone(name, embedding_dim=64, num_blocks=2), 12, 64)
+    model = LanguageModel(
+        build_backbone(name, embedding_dim=64, num_blocks=2, max_length=256)
+        if name == "hyena"
+        else build_backbone(name, embedding_dim=64, num_blocks=2),
+        12,
+        64,
+    )
     tokens = torch.randint(0, 12, (8, 40))
     loss = F.cross_entropy(model(tokens).flatten(0, 1), tokens.roll(-1, 1).flatten())
     loss.backward()

@@ -20,11 +20,20 @@ ARTIFACT = "lra_test_accuracy"
 TASKS = ["lra_retrieval", "lra_listops", "lra_pathfinder", "lra_image_grey", "lra_image_rgb"]
 MODELS = ["llama", "mamba", "rwkv4", "lstm", "lstm_block", "xlstm_0_1", "xlstm_1_0"]
 # Table lra_hyperparameters: #Blocks, Embedding Dim, Batch Size, Training Steps
-HYPERPARAMETERS = {"lra_retrieval": (6, 128, 64, 100_000), "lra_listops": (8, 128, 32, 80_000),
-                   "lra_pathfinder": (6, 192, 64, 500_000), "lra_image_grey": (6, 512, 64, 180_000),
-                   "lra_image_rgb": (6, 512, 64, 180_000)}
-COLUMNS = {"lra_retrieval": "retrieval_acc", "lra_listops": "listops_acc", "lra_pathfinder": "pathfinder_acc",
-           "lra_image_grey": "g_image_acc", "lra_image_rgb": "rgb_image_acc"}
+HYPERPARAMETERS = {
+    "lra_retrieval": (6, 128, 64, 100_000),
+    "lra_listops": (8, 128, 32, 80_000),
+    "lra_pathfinder": (6, 192, 64, 500_000),
+    "lra_image_grey": (6, 512, 64, 180_000),
+    "lra_image_rgb": (6, 512, 64, 180_000),
+}
+COLUMNS = {
+    "lra_retrieval": "retrieval_acc",
+    "lra_listops": "listops_acc",
+    "lra_pathfinder": "pathfinder_acc",
+    "lra_image_grey": "g_image_acc",
+    "lra_image_rgb": "rgb_image_acc",
+}
 PAPER_ROWS = ["llama", "mamba", "rwkv4", "lstm", "lstm_block", "xlstm"]
 
 
@@ -38,8 +47,12 @@ def test_paper_scale_is_the_papers_grid_and_table_lra_hyperparameters():
     assert {run.config.seed for run in runs} == {0}
     for run in runs:
         config = run.config
-        assert (config.model.num_blocks, config.model.embedding_dim, config.trainer.batch_size,
-                config.trainer.max_steps) == HYPERPARAMETERS[config.task.name], run.label
+        assert (
+            config.model.num_blocks,
+            config.model.embedding_dim,
+            config.trainer.batch_size,
+            config.trainer.max_steps,
+        ) == HYPERPARAMETERS[config.task.name], run.label
         assert config.task.source != "generated", run.label  # the paper trains on the release's data
 
 
@@ -83,8 +96,14 @@ def test_the_ranking_rule_reproduces_the_papers_ranking_where_its_accuracies_all
     ours = ranks(values, fails, "max").round(1)
     printed = paper_table(ARTIFACT).dropna(subset=["ranking"])["ranking"].to_numpy()
     assert list(ours) == [5.0, 2.6, 2.8, 5.4, 3.4, 1.6]
-    assert dict(zip(PAPER_ROWS, printed)) == {"llama": 5.2, "mamba": 2.2, "rwkv4": 3.0, "lstm": 5.4,
-                                              "lstm_block": 3.4, "xlstm": 1.6}
+    assert dict(zip(PAPER_ROWS, printed)) == {
+        "llama": 5.2,
+        "mamba": 2.2,
+        "rwkv4": 3.0,
+        "lstm": 5.4,
+        "lstm_block": 3.4,
+        "xlstm": 1.6,
+    }
     agreeing = [row for row, mine, theirs in zip(PAPER_ROWS, ours, printed) if math.isclose(mine, theirs)]
     assert agreeing == ["lstm", "lstm_block", "xlstm"]
     assert math.isclose(ours.sum(), printed.sum())
@@ -112,10 +131,16 @@ def test_the_paper_numbers_fill_every_column_and_the_xlstm_row():
 def test_the_wide_table_marks_chance_with_x_and_ranks_the_rows():
     table = cell_rows()
     table["paper"] = with_paper_numbers(table, load_artifact(ARTIFACT).paper, ["model", "task"])
-    table["ours"] = [0.5 if task in ("lra_retrieval", "lra_pathfinder") else 0.3 + 0.01 * index
-                     for index, task in enumerate(table["task"])]  # every binary task at chance: X
-    page = wide_markdown(load_artifact(ARTIFACT).layout, table, "max",
-                         printed_ranking=pd.Series([5.2, 2.2, 3.0, 5.4, 3.4, 1.6], index=PAPER_ROWS))
+    table["ours"] = [
+        0.5 if task in ("lra_retrieval", "lra_pathfinder") else 0.3 + 0.01 * index
+        for index, task in enumerate(table["task"])
+    ]  # every binary task at chance: X
+    page = wide_markdown(
+        load_artifact(ARTIFACT).layout,
+        table,
+        "max",
+        printed_ranking=pd.Series([5.2, 2.2, 3.0, 5.4, 3.4, 1.6], index=PAPER_ROWS),
+    )
     lines = page.splitlines()
     assert lines[2].startswith("| Random Baseline | 0.500 | 0.500 | 0.100 | 0.100 | 0.500 |")
     lstm = next(line for line in lines if line.startswith("| LSTM |")).split(" | ")
@@ -128,8 +153,9 @@ def test_table_columns_options_are_checked():
     with pytest.raises(ValueError, match="ranking=true needs columns"):
         report_layout({"kind": "table", "cells": ["model", "task"], "metric": "m", "ranking": True})
     with pytest.raises(ValueError, match="random_baseline=true needs columns='task'"):
-        report_layout({"kind": "table", "cells": ["model", "seed"], "metric": "m", "columns": "seed",
-                       "random_baseline": True})
+        report_layout(
+            {"kind": "table", "cells": ["model", "seed"], "metric": "m", "columns": "seed", "random_baseline": True}
+        )
     with pytest.raises(ValueError, match="columns='size' must be one of the report's cells"):
         report_layout({"kind": "table", "cells": ["model", "task"], "metric": "m", "columns": "size"})
 

@@ -23,21 +23,51 @@ SIZES = ["task.train_samples=48", "task.val_samples=16", "task.test_samples=16"]
 
 
 def listops_config(**changes) -> ListOpsTaskConfig:
-    fields = dict(name="lra_listops", family="lra_listops", source="generated", max_depth=4, max_args=4, min_length=6,
-                  max_length=60, pooling="mean", data_seed=0, train_samples=48, val_samples=16, test_samples=16)
+    fields = dict(
+        name="lra_listops",
+        family="lra_listops",
+        source="generated",
+        max_depth=4,
+        max_args=4,
+        min_length=6,
+        max_length=60,
+        pooling="mean",
+        data_seed=0,
+        train_samples=48,
+        val_samples=16,
+        test_samples=16,
+    )
     return ListOpsTaskConfig(**{**fields, **changes})
 
 
 def pathfinder_config(**changes) -> PathfinderTaskConfig:
-    fields = dict(name="lra_pathfinder", family="lra_pathfinder", source="generated",
-                  difficulty="curv_contour_length_14", min_paddles=4, max_paddles=6, max_turn_degrees=30.0,
-                  pooling="last", data_seed=0, train_samples=40, val_samples=20, test_samples=20)
+    fields = dict(
+        name="lra_pathfinder",
+        family="lra_pathfinder",
+        source="generated",
+        difficulty="curv_contour_length_14",
+        min_paddles=4,
+        max_paddles=6,
+        max_turn_degrees=30.0,
+        pooling="last",
+        data_seed=0,
+        train_samples=40,
+        val_samples=20,
+        test_samples=20,
+    )
     return PathfinderTaskConfig(**{**fields, **changes})
 
 
-@pytest.mark.parametrize("name, kind, size, classes", [
-    ("lra_listops", "tokens", 16, 10), ("lra_retrieval", "tokens", 257, 2), ("lra_image_grey", "vectors", 1, 10),
-    ("lra_image_rgb", "vectors", 3, 10), ("lra_pathfinder", "vectors", 1, 2)])
+@pytest.mark.parametrize(
+    "name, kind, size, classes",
+    [
+        ("lra_listops", "tokens", 16, 10),
+        ("lra_retrieval", "tokens", 257, 2),
+        ("lra_image_grey", "vectors", 1, 10),
+        ("lra_image_rgb", "vectors", 3, 10),
+        ("lra_pathfinder", "vectors", 1, 2),
+    ],
+)
 def test_each_task_config_composes_validates_and_gives_the_spec_of_its_datamodule(name, kind, size, classes):
     task = task_config(name)
     assert task_problems(task) == []
@@ -53,20 +83,38 @@ def test_listops_defaults_are_the_release_recipe():
     assert (task["train_samples"], task["val_samples"], task["test_samples"]) == (96000, 2000, 2000)
 
 
-@pytest.mark.parametrize("task, change, message", [
-    ("lra_listops", "task.min_length=2500", "task.min_length=2500 must be <= max_length=1999"),
-    ("lra_listops", "task.pooling=max", "task.pooling='max' is not valid; valid choices: ['mean', 'last']"),
-    ("lra_listops", "task.source=''", "task.source='' is empty; valid: 'generated' or the path of the release folder"),
-    ("lra_retrieval", "task.source=generated", "task.source='generated' is not available: this task has no "
-                                               "generator; valid: the path of the release folder tsv_data"),
-    ("lra_image_grey", "task.channels=2", "task.channels=2 is not valid; valid choices: [1, 3]"),
-    ("lra_image_grey", "task.channels=3", "task.name='lra_image_grey' does not match channels=3; valid: "
-                                          "name='lra_image_rgb'"),
-    ("lra_image_rgb", "task.val_fraction=0", "task.val_fraction=0 must be > 0"),
-    ("lra_pathfinder", "task.max_paddles=9", "task.max_paddles=9 must be <= 8"),
-    ("lra_pathfinder", "+task.image_side=20", "task.max_paddles=6 must be <= 4 at image_side=20"),
-    ("lra_pathfinder", "task.difficulty=hard", "task.difficulty='hard' is not valid; valid choices: ['curv_baseline'"),
-])
+@pytest.mark.parametrize(
+    "task, change, message",
+    [
+        ("lra_listops", "task.min_length=2500", "task.min_length=2500 must be <= max_length=1999"),
+        ("lra_listops", "task.pooling=max", "task.pooling='max' is not valid; valid choices: ['mean', 'last']"),
+        (
+            "lra_listops",
+            "task.source=''",
+            "task.source='' is empty; valid: 'generated' or the path of the release folder",
+        ),
+        (
+            "lra_retrieval",
+            "task.source=generated",
+            "task.source='generated' is not available: this task has no "
+            "generator; valid: the path of the release folder tsv_data",
+        ),
+        ("lra_image_grey", "task.channels=2", "task.channels=2 is not valid; valid choices: [1, 3]"),
+        (
+            "lra_image_grey",
+            "task.channels=3",
+            "task.name='lra_image_grey' does not match channels=3; valid: name='lra_image_rgb'",
+        ),
+        ("lra_image_rgb", "task.val_fraction=0", "task.val_fraction=0 must be > 0"),
+        ("lra_pathfinder", "task.max_paddles=9", "task.max_paddles=9 must be <= 8"),
+        ("lra_pathfinder", "+task.image_side=20", "task.max_paddles=6 must be <= 4 at image_side=20"),
+        (
+            "lra_pathfinder",
+            "task.difficulty=hard",
+            "task.difficulty='hard' is not valid; valid choices: ['curv_baseline'",
+        ),
+    ],
+)
 def test_bad_values_are_named_by_the_torch_free_validation(task, change, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         validate_run_config(compose_run_config(["model=lstm", f"task={task}", change]))
@@ -78,13 +126,14 @@ def test_generated_listops_batches_hold_the_label_at_each_position_and_padding_a
     lengths = (inputs != 0).sum(1)  # (B,)
     assert inputs.shape == targets.shape and inputs.shape[1] == int(lengths.max())
     for row in range(8):
-        assert (inputs[row, :lengths[row]] != 0).all() and (inputs[row, lengths[row]:] == 0).all()
-        assert (targets[row, :lengths[row]] == targets[row, 0]).all() and (targets[row, lengths[row]:] == -100).all()
+        assert (inputs[row, : lengths[row]] != 0).all() and (inputs[row, lengths[row] :] == 0).all()
+        assert (targets[row, : lengths[row]] == targets[row, 0]).all() and (targets[row, lengths[row] :] == -100).all()
     assert 0 <= targets[:, 0].min() and targets[:, 0].max() <= 9
 
 
-@pytest.mark.parametrize("datamodule, config", [(ListOpsDataModule, listops_config()),
-                                                (PathfinderDataModule, pathfinder_config())])
+@pytest.mark.parametrize(
+    "datamodule, config", [(ListOpsDataModule, listops_config()), (PathfinderDataModule, pathfinder_config())]
+)
 def test_generated_splits_are_seeded_apart_disjoint_and_the_same_for_the_same_seed(datamodule, config):
     first, again = datamodule(config, batch_size=4), datamodule(config, batch_size=4)
     samples = {}
@@ -101,8 +150,9 @@ def test_generated_splits_are_seeded_apart_disjoint_and_the_same_for_the_same_se
 
 
 def test_generated_listops_splits_stay_disjoint_where_the_recipe_repeats_trees_often():
-    config = listops_config(max_depth=2, max_args=3, min_length=1, max_length=5, train_samples=300, val_samples=100,
-                            test_samples=100)  # 4,410 trees, the ten single digits drawn 3 times in 4
+    config = listops_config(
+        max_depth=2, max_args=3, min_length=1, max_length=5, train_samples=300, val_samples=100, test_samples=100
+    )  # 4,410 trees, the ten single digits drawn 3 times in 4
     module = ListOpsDataModule(config, batch_size=4)
     samples = {stream: set(module.stream_set(stream).sequence_bytes()) for stream in STREAMS}
     assert [len(samples[stream]) for stream in STREAMS] == [300, 100, 100]
@@ -137,8 +187,9 @@ def test_the_release_splits_are_the_release_files_or_seeded_and_disjoint(tmp_pat
     assert listops.stream_set(TEST_STREAM).sequences.tokens[:4].tolist() == [14, 6, 9, 15]  # [SM 5 8 ]
 
     cifar = write_cifar(tmp_path / "cifar-10-batches-py", images_per_batch=20)  # 100 training images
-    image = ImageDataModule(task_family("lra_image").config(**{**task_config("lra_image_rgb"), "source": str(cifar)}),
-                            batch_size=4)
+    image = ImageDataModule(
+        task_family("lra_image").config(**{**task_config("lra_image_rgb"), "source": str(cifar)}), batch_size=4
+    )
     sets = {stream: image.stream_set(stream) for stream in STREAMS}
     assert [len(sets[stream]) for stream in STREAMS] == [90, 10, 20]
     training = {row.tobytes() for row in sets[TRAIN_STREAM].pixels}
@@ -146,18 +197,24 @@ def test_the_release_splits_are_the_release_files_or_seeded_and_disjoint(tmp_pat
     inputs, _ = sets[TEST_STREAM].examples(np.arange(2))
     assert inputs.shape == (2, 1024, 3) and abs(float(inputs.mean())) < 0.5  # normalised per channel
 
-    images, labels = (np.random.default_rng(0).integers(0, 256, size=(30, 32, 32), dtype=np.uint8),
-                      np.arange(30) % 2)
-    pathfinder = PathfinderDataModule(pathfinder_config(source=str(write_pathfinder(tmp_path / "pathfinder32", images,
-                                                                                    labels))), batch_size=4)
+    images, labels = (np.random.default_rng(0).integers(0, 256, size=(30, 32, 32), dtype=np.uint8), np.arange(30) % 2)
+    pathfinder = PathfinderDataModule(
+        pathfinder_config(source=str(write_pathfinder(tmp_path / "pathfinder32", images, labels))), batch_size=4
+    )
     rows = {stream: {row.tobytes() for row in pathfinder.stream_set(stream).pixels} for stream in STREAMS}
     assert [len(rows[stream]) for stream in STREAMS] == [24, 3, 3]
     assert set().union(*rows.values()) == {image.reshape(1024, 1).tobytes() for image in images}
 
 
-@pytest.mark.parametrize("task, overrides", [
-    ("lra_listops", SMALL_LISTOPS + SIZES), ("lra_pathfinder", SIZES + ["task.pooling=last"]),
-    ("lra_retrieval", []), ("lra_image_grey", [])])
+@pytest.mark.parametrize(
+    "task, overrides",
+    [
+        ("lra_listops", SMALL_LISTOPS + SIZES),
+        ("lra_pathfinder", SIZES + ["task.pooling=last"]),
+        ("lra_retrieval", []),
+        ("lra_image_grey", []),
+    ],
+)
 def test_a_tiny_run_trains_and_reports_accuracy_per_sequence(tmp_path, task, overrides):
     if task == "lra_retrieval":
         rows = [(index % 2, "a", "b", "text " * (index + 1), "other " * (3 - index % 3)) for index in range(16)]
@@ -166,9 +223,18 @@ def test_a_tiny_run_trains_and_reports_accuracy_per_sequence(tmp_path, task, ove
         overrides = [f"task.source={tmp_path / 'tsv_data'}"]
     if task == "lra_image_grey":
         overrides = [f"task.source={write_cifar(tmp_path / 'cifar', images_per_batch=4)}", "task.val_fraction=0.4"]
-    config = compose_run_config(["model=lstm", f"task={task}", "trainer.max_steps=2", "trainer.batch_size=4",
-                                 "trainer.val_every_steps=2", "trainer.num_threads=1", "model.embedding_dim=8",
-                                 *overrides])
+    config = compose_run_config(
+        [
+            "model=lstm",
+            f"task={task}",
+            "trainer.max_steps=2",
+            "trainer.batch_size=4",
+            "trainer.val_every_steps=2",
+            "trainer.num_threads=1",
+            "model.embedding_dim=8",
+            *overrides,
+        ]
+    )
     metrics = run_training(config, tmp_path / "run")
     assert metrics["train/steps"] == 2 and 0 <= metrics["val/accuracy"] <= 1 and 0 <= metrics["test/accuracy"] <= 1
     chance = 0.5 if task in ("lra_retrieval", "lra_pathfinder") else 0.1

@@ -22,6 +22,7 @@ SMALL = dict(max_depth=5, max_args=5, min_length=8, max_length=120)
 
 def evaluate(words: list[str]) -> tuple[int, int, int]:
     """Value, depth and the largest argument count of a prefix ListOps expression, by recursive descent."""
+
     def node(position: int, depth: int) -> tuple[int, int, int, int]:
         word = words[position]
         if word not in OPERATORS:
@@ -32,9 +33,14 @@ def evaluate(words: list[str]) -> tuple[int, int, int]:
             arguments.append(value)
             deepest, widest = max(deepest, child_depth), max(widest, child_width)
         ordered = sorted(arguments)
-        value = {"[MIN": ordered[0], "[MAX": ordered[-1], "[SM": sum(arguments) % 10,
-                 "[MED": int(np.median(arguments))}[word]
+        value = {
+            "[MIN": ordered[0],
+            "[MAX": ordered[-1],
+            "[SM": sum(arguments) % 10,
+            "[MED": int(np.median(arguments)),
+        }[word]
         return value, position + 1, deepest, max(widest, len(arguments))
+
     value, end, depth, width = node(0, 1)
     assert end == len(words), "tokens after the expression's end"
     return value, depth, width
@@ -46,20 +52,22 @@ def test_every_listops_label_is_the_value_an_independent_evaluator_computes(reci
     inputs, targets = drawn.examples(np.arange(samples))
     lengths = drawn.sequences.lengths
     for row in range(samples):
-        words = [token_text(token) for token in inputs[row, :lengths[row]]]
+        words = [token_text(token) for token in inputs[row, : lengths[row]]]
         value, depth, width = evaluate(words)
         assert value == drawn.labels[row] == targets[row, 0]
         assert depth <= recipe["max_depth"] and 2 <= width <= recipe["max_args"]
     assert lengths.min() >= recipe["min_length"] and lengths.max() <= recipe["max_length"]
-    assert len({inputs[row, :lengths[row]].tobytes() for row in range(samples)}) == samples  # distinct
+    assert len({inputs[row, : lengths[row]].tobytes() for row in range(samples)}) == samples  # distinct
     assert len(np.unique(drawn.labels)) == 10
 
 
 def test_generated_listops_read_back_from_the_release_format_unchanged(tmp_path):
     drawn = listops_generator.generate(50, np.random.default_rng(2), **SMALL)
     inputs, _ = drawn.examples(np.arange(50))
-    rows = [(listops_source([token_text(token) for token in inputs[row, :length]]), str(label))
-            for row, (length, label) in enumerate(zip(drawn.sequences.lengths, drawn.labels))]
+    rows = [
+        (listops_source([token_text(token) for token in inputs[row, :length]]), str(label))
+        for row, (length, label) in enumerate(zip(drawn.sequences.lengths, drawn.labels))
+    ]
     read = read_listops(write_listops(tmp_path / "basic_train.tsv", rows), max_length=SMALL["max_length"])
     assert (read.sequences.tokens == drawn.sequences.tokens).all() and (read.labels == drawn.labels).all()
 
@@ -70,13 +78,18 @@ def test_listops_is_the_same_for_a_seed_and_other_for_another():
     assert first.sequences.tokens.tobytes() != other.sequences.tokens.tobytes()
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"min_length": 50, "max_length": 40}, "min_length=50 must be <= max_length=40"),
-    ({"max_args": 1}, "max_args=1 must be >= 2"),
-    ({"samples": 0}, "samples=0 must be >= 1"),
-    ({"max_depth": 2, "max_args": 2, "min_length": 1, "max_length": 4, "samples": 500},
-     "gave 410 distinct samples and then 10000 repeats in a row"),  # 10 digits and 4 x 100 operators of two digits
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"min_length": 50, "max_length": 40}, "min_length=50 must be <= max_length=40"),
+        ({"max_args": 1}, "max_args=1 must be >= 2"),
+        ({"samples": 0}, "samples=0 must be >= 1"),
+        (
+            {"max_depth": 2, "max_args": 2, "min_length": 1, "max_length": 4, "samples": 500},
+            "gave 410 distinct samples and then 10000 repeats in a row",
+        ),  # 10 digits and 4 x 100 operators of two digits
+    ],
+)
 def test_the_listops_generator_rejects_bad_values_before_drawing(change, message):
     arguments = {**SMALL, "samples": 10, **change}
     with pytest.raises(ValueError, match=message):
@@ -119,13 +132,16 @@ def test_pathfinder_is_the_same_for_a_seed_and_other_for_another():
     assert (first[0] == again[0]).all() and (first[1] == again[1]).all() and (first[0] != other[0]).any()
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"min_paddles": 5, "max_paddles": 4}, "min_paddles=5 must be <= max_paddles=4"),
-    ({"max_paddles": 9}, "max_paddles=9 must be <= 8"),
-    ({"max_turn_degrees": 120.0}, r"max_turn_degrees=120.0 must be in \[0, 90\]"),
-    ({"side": 12}, "image_side=12 must be >= 16"),
-    ({"side": 20, "max_paddles": 5}, "max_paddles=5 must be <= 4 at image_side=20"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"min_paddles": 5, "max_paddles": 4}, "min_paddles=5 must be <= max_paddles=4"),
+        ({"max_paddles": 9}, "max_paddles=9 must be <= 8"),
+        ({"max_turn_degrees": 120.0}, r"max_turn_degrees=120.0 must be in \[0, 90\]"),
+        ({"side": 12}, "image_side=12 must be >= 16"),
+        ({"side": 20, "max_paddles": 5}, "max_paddles=5 must be <= 4 at image_side=20"),
+    ],
+)
 def test_the_pathfinder_generator_rejects_bad_values_before_drawing(change, message):
     with pytest.raises(ValueError, match=message):
         pathfinder_generator.generate(10, np.random.default_rng(0), **change)

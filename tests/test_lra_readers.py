@@ -37,15 +37,18 @@ def test_listops_sources_lose_their_parentheses_and_keep_operators_digits_and_br
     assert inputs.tolist() == [[TOKEN_IDS[word] for word in "[MAX 2 9 ]".split()]]
 
 
-@pytest.mark.parametrize("lines, where, problem", [
-    (["Source\tTarget", "( [MAX 2 ) 9 ] )\t9", "( [MAX 2 ) 19 ] )\t9"], "line 3", "unknown token '19'"),
-    (["Source\tTarget", "( [MAX 2 ) 9 ] )\t9", "( [MAX 2 ) 9 ] ) 9"], "line 3", "1 tab-separated fields"),
-    (["Source\tTarget", "( [MAX 2 ) 9 ] )\t12"], "line 2", "target '12'"),
-    (["Source\tTarget", "( [MAX 2 ) 9 ] )\t9", "\t4"], "line 3", "an empty source"),
-    (["Input\tOutput", "( [MAX 2 ) 9 ] )\t9"], "line 1", "header 'Input\\tOutput'"),
-    (["Source\tTarget"], "line 2", "no samples after the header"),
-    (["Source\tTarget", "( [MAX 2 ) 9 1 ] )\t9"], "line 2", "5 tokens; expected at most max_length=4 tokens"),
-])
+@pytest.mark.parametrize(
+    "lines, where, problem",
+    [
+        (["Source\tTarget", "( [MAX 2 ) 9 ] )\t9", "( [MAX 2 ) 19 ] )\t9"], "line 3", "unknown token '19'"),
+        (["Source\tTarget", "( [MAX 2 ) 9 ] )\t9", "( [MAX 2 ) 9 ] ) 9"], "line 3", "1 tab-separated fields"),
+        (["Source\tTarget", "( [MAX 2 ) 9 ] )\t12"], "line 2", "target '12'"),
+        (["Source\tTarget", "( [MAX 2 ) 9 ] )\t9", "\t4"], "line 3", "an empty source"),
+        (["Input\tOutput", "( [MAX 2 ) 9 ] )\t9"], "line 1", "header 'Input\\tOutput'"),
+        (["Source\tTarget"], "line 2", "no samples after the header"),
+        (["Source\tTarget", "( [MAX 2 ) 9 1 ] )\t9"], "line 2", "5 tokens; expected at most max_length=4 tokens"),
+    ],
+)
 def test_a_malformed_listops_line_is_named_with_its_file_and_line(tmp_path, lines, where, problem):
     path = tmp_path / "basic_val.tsv"
     path.write_text("\n".join(lines) + "\n")
@@ -60,8 +63,10 @@ def test_a_missing_release_file_names_the_file_and_the_release(tmp_path):
 
 
 def test_retrieval_reads_label_and_both_documents_as_bytes_cut_to_max_length(tmp_path):
-    path = write_retrieval(tmp_path / "new_aan_pairs.train.tsv", [
-        ("1", "paper_a", "paper_b", "héllo", "cited work"), ("0.0", "paper_c", "paper_d", "x" * 10, "y")])
+    path = write_retrieval(
+        tmp_path / "new_aan_pairs.train.tsv",
+        [("1", "paper_a", "paper_b", "héllo", "cited work"), ("0.0", "paper_c", "paper_d", "x" * 10, "y")],
+    )
     pairs = read_retrieval(path, max_length=6)
     assert pairs.labels.tolist() == [1, 0]
     inputs, targets = pairs.examples(np.array([0, 1]))  # (2, 2, 6)
@@ -80,11 +85,14 @@ def test_a_quoted_retrieval_field_loses_its_quotes_and_keeps_its_tab(tmp_path):
     assert pairs.labels.tolist() == [1, 0] and bytes((inputs[0, 0, :11] - 1).astype(np.uint8)) == b"two\tcolumns"
 
 
-@pytest.mark.parametrize("row, problem", [
-    (("1", "a", "b", "text only"), "4 tab-separated fields"),
-    (("yes", "a", "b", "one", "two"), "label 'yes'"),
-    (("1", "a", "b", "", "two"), "an empty document"),
-])
+@pytest.mark.parametrize(
+    "row, problem",
+    [
+        (("1", "a", "b", "text only"), "4 tab-separated fields"),
+        (("yes", "a", "b", "one", "two"), "label 'yes'"),
+        (("1", "a", "b", "", "two"), "an empty document"),
+    ],
+)
 def test_a_malformed_retrieval_line_is_named_with_its_file_and_line(tmp_path, row, problem):
     path = write_retrieval(tmp_path / "new_aan_pairs.eval.tsv", [("0", "a", "b", "one", "two"), row])
     with pytest.raises(ReleaseFormatError, match=re.escape(f"{path}, line 2: {problem}; expected '<label 0|1>")):
@@ -106,18 +114,34 @@ def test_cifar_pixels_are_row_major_positions_with_their_three_channels(tmp_path
 def test_grey_is_pils_luma_exactly():
     rng = np.random.default_rng(0)
     pixels = rng.integers(0, 256, size=(3, 1024, 3), dtype=np.uint8)
-    pixels[0, :8] = [[255, 255, 255], [0, 0, 0], [255, 0, 0], [0, 255, 0], [0, 0, 255], [1, 2, 3], [128, 128, 127],
-                     [254, 1, 77]]
-    expected = np.stack([np.asarray(Image.fromarray(image.reshape(32, 32, 3)).convert("L")).reshape(1024)
-                         for image in pixels])
+    pixels[0, :8] = [
+        [255, 255, 255],
+        [0, 0, 0],
+        [255, 0, 0],
+        [0, 255, 0],
+        [0, 0, 255],
+        [1, 2, 3],
+        [128, 128, 127],
+        [254, 1, 77],
+    ]
+    expected = np.stack(
+        [np.asarray(Image.fromarray(image.reshape(32, 32, 3)).convert("L")).reshape(1024) for image in pixels]
+    )
     assert (grey(pixels)[:, :, 0] == expected).all()
 
 
-@pytest.mark.parametrize("content, where, problem", [
-    ({b"data": np.zeros((2, 3072), dtype=np.uint8)}, "the pickle", "keys [b'data']"),
-    ({b"data": np.zeros((2, 1024), dtype=np.uint8), b"labels": [0, 1]}, "entry b'data'", "uint8 of shape (2, 1024)"),
-    ({b"data": np.zeros((2, 3072), dtype=np.uint8), b"labels": [0, 10]}, "entry b'labels'", "int64 of shape (2,)"),
-])
+@pytest.mark.parametrize(
+    "content, where, problem",
+    [
+        ({b"data": np.zeros((2, 3072), dtype=np.uint8)}, "the pickle", "keys [b'data']"),
+        (
+            {b"data": np.zeros((2, 1024), dtype=np.uint8), b"labels": [0, 1]},
+            "entry b'data'",
+            "uint8 of shape (2, 1024)",
+        ),
+        ({b"data": np.zeros((2, 3072), dtype=np.uint8), b"labels": [0, 10]}, "entry b'labels'", "int64 of shape (2,)"),
+    ],
+)
 def test_a_malformed_cifar_batch_is_named_with_its_file_and_entry(tmp_path, content, where, problem):
     path = tmp_path / "data_batch_3"
     path.write_bytes(pickle.dumps(content))

@@ -107,10 +107,18 @@ def _transformers_twin(ours) -> torch.nn.Module:
     """transformers' MambaModel (slow torch path) holding our weights; residual kept in the model dtype."""
     config, modeling_mamba = ours.config, _modeling_mamba()
     hf_config = modeling_mamba.MambaConfig(
-        vocab_size=8, hidden_size=config.embedding_dim, num_hidden_layers=config.num_blocks,
-        state_size=config.state_dim, expand=config.expand, conv_kernel=config.conv_kernel_size,
-        time_step_rank=config.resolved_dt_rank, use_bias=config.proj_bias, use_conv_bias=True,
-        layer_norm_epsilon=config.norm_eps, residual_in_fp32=False, use_mambapy=False,
+        vocab_size=8,
+        hidden_size=config.embedding_dim,
+        num_hidden_layers=config.num_blocks,
+        state_size=config.state_dim,
+        expand=config.expand,
+        conv_kernel=config.conv_kernel_size,
+        time_step_rank=config.resolved_dt_rank,
+        use_bias=config.proj_bias,
+        use_conv_bias=True,
+        layer_norm_epsilon=config.norm_eps,
+        residual_in_fp32=False,
+        use_mambapy=False,
     )
     twin = modeling_mamba.MambaModel(hf_config).eval()
     weights = {"embeddings.weight": twin.embeddings.weight, "norm_f.weight": ours.final_norm.weight}
@@ -186,7 +194,10 @@ def test_presets_have_the_paper_parameter_counts(size):
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"backend": "cuda"}, r"mamba.backend='cuda' is not valid; valid choices: \['auto', 'torch', 'mamba_ssm', 'triton'\]"),
+        (
+            {"backend": "cuda"},
+            r"mamba.backend='cuda' is not valid; valid choices: \['auto', 'torch', 'mamba_ssm', 'triton'\]",
+        ),
         ({"chunk_size": 12}, r"mamba.chunk_size=12 must be a power of two"),
         ({"state_dim": 0}, r"mamba.state_dim=0 must be positive"),
         ({"dt_min": 0.5}, r"mamba.dt_min=0.5 must not exceed mamba.dt_max=0.1"),

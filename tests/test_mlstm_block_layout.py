@@ -124,6 +124,7 @@ def test_shifted_sum_convolution_equals_conv1d():
     conv = CausalConv1d(6, 4).double()
     x = torch.randn(2, 9, 6, dtype=torch.float64, requires_grad=True)
     parameters = list(conv.parameters())
-    for got, expected in zip(values_and_gradients(conv.shifted_sum, x, parameters),
-                             values_and_gradients(conv, x, parameters)):
+    for got, expected in zip(
+        values_and_gradients(conv.shifted_sum, x, parameters), values_and_gradients(conv, x, parameters)
+    ):
         torch.testing.assert_close(got, expected)

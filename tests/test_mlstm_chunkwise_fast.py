@@ -92,8 +92,11 @@ def test_large_eps_and_floored_normaliser():
     with torch.no_grad():
         inputs[1].mul_(1e-3)
     options = dict(chunk_size=8, eps=0.5)
-    assert_agree(values_and_gradients(fast, inputs, state, **options),
-                 values_and_gradients(reference, inputs, state, **options), 1e-9)
+    assert_agree(
+        values_and_gradients(fast, inputs, state, **options),
+        values_and_gradients(reference, inputs, state, **options),
+        1e-9,
+    )
 
 
 def test_blocks_of_chunks_give_the_one_block_result(monkeypatch):
@@ -102,8 +105,11 @@ def test_blocks_of_chunks_give_the_one_block_result(monkeypatch):
     monkeypatch.setattr(chunkwise_fast, "BLOCK_ELEMENTS", 3 * 8 * 8)
     assert chunkwise_fast.block_size(8, DH) == 3
     inputs, state = make_inputs(37, seed=5, with_state=True)
-    assert_agree(values_and_gradients(fast, inputs, state, chunk_size=8),
-                 values_and_gradients(reference, inputs, state, chunk_size=8), 1e-9)
+    assert_agree(
+        values_and_gradients(fast, inputs, state, chunk_size=8),
+        values_and_gradients(reference, inputs, state, chunk_size=8),
+        1e-9,
+    )
 
 
 def as_float32(inputs, state):
@@ -127,8 +133,9 @@ def random_signs(shape, generator) -> torch.Tensor:
 EXTREME_GATES = {
     "plus_minus_1000": lambda shape, g: 1000 * random_signs(shape, g),
     "10_normal": lambda shape, g: 10 * torch.randn(shape, generator=g, dtype=torch.float64),
-    "plus_minus_1000_plus_normal": lambda shape, g: 1000 * random_signs(shape, g)
-    + torch.randn(shape, generator=g, dtype=torch.float64),
+    "plus_minus_1000_plus_normal": lambda shape, g: (
+        1000 * random_signs(shape, g) + torch.randn(shape, generator=g, dtype=torch.float64)
+    ),
 }
 # The config takes any positive chunk_size: the 8, 16, 32 and 64 (= S), 1, and ragged 3 and 24.
 ANY_CHUNK_SIZES = [1, 3, 8, 16, 24, 32, 64]
@@ -181,8 +188,11 @@ def assert_within_autograd_error(inputs, state, chunk_size):
     expected = values_and_gradients(parallel, inputs, state)
     ours = float32_errors(fast, inputs, state, expected, chunk_size=chunk_size)
     autograd = float32_errors(reference, inputs, state, expected, chunk_size=chunk_size)
-    too_large = {name: f"{ours[name]:.1e} vs autograd {autograd[name]:.1e}" for name in ours
-                 if not ours[name] <= 2 * autograd[name] + ROUNDING_SLACK}
+    too_large = {
+        name: f"{ours[name]:.1e} vs autograd {autograd[name]:.1e}"
+        for name in ours
+        if not ours[name] <= 2 * autograd[name] + ROUNDING_SLACK
+    }
     assert not too_large, too_large
 
 

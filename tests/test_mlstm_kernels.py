@@ -74,6 +74,7 @@ def max_relative_deviation(actual, expected) -> float:
 
 # 1. the three forms agree, forward and backward ------------------------------------------------
 
+
 @pytest.mark.parametrize("forget_gate", ["sigmoid", "exp"])
 @pytest.mark.parametrize("with_state", [False, True], ids=["no_state", "state"])
 @pytest.mark.parametrize("S, chunk_size", [(37, 8), (1, 8), (16, 16), (20, 64)])
@@ -119,6 +120,7 @@ def test_final_stabiliser_is_detached():
 
 # 2. running in pieces with the returned state equals one run ----------------------------------
 
+
 @pytest.mark.parametrize("form", FORMS)
 def test_continuation_equals_whole_sequence(form):
     inputs = make_inputs(S=40)
@@ -147,6 +149,7 @@ def test_steps_equal_recurrent():
 
 
 # 3. external oracles: the official xlstm and mlstm_kernels code ---------------------------------
+
 
 def test_parallel_matches_official_parallel():
     from xlstm.blocks.mlstm.backends import parallel_stabilized_simple
@@ -208,6 +211,7 @@ def test_chunkwise_matches_mlstm_kernels_native_chunkwise(with_state):
 
 # 4. the stabiliser m carries no gradient --------------------------------------------------------
 
+
 def unstabilised_parallel(q, k, v, i, f, eps, *, detach_m=True):
     """Direct float64 parallel form without stabilisation: D = F * exp(I).
 
@@ -243,6 +247,7 @@ def test_stabiliser_has_no_gradient():
 
 # 5. extreme gates stay finite ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("forget_gate", ["sigmoid", "exp"])
 def test_extreme_gates_give_finite_outputs_and_gradients(forget_gate):
     g = torch.Generator().manual_seed(3)
@@ -265,6 +270,7 @@ def test_extreme_gates_give_finite_outputs_and_gradients(forget_gate):
 
 # 6. bfloat16 autocast ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("form", ["parallel", "chunkwise"])
 def test_bfloat16_autocast_is_finite(form):
     inputs = make_inputs(S=70, DH=16, dtype=torch.float32)
@@ -274,6 +280,7 @@ def test_bfloat16_autocast_is_finite(form):
 
 
 # 7. chunkwise memory is linear in S ---------------------------------------------------------------
+
 
 def training_memory(form, S, chunk_size=64, **options) -> LiveTensorBytes:
     """Live tensor bytes during one float32 forward and backward (saved tensors and gradients included)."""
@@ -287,8 +294,10 @@ def training_memory(form, S, chunk_size=64, **options) -> LiveTensorBytes:
 
 def test_chunkwise_memory_is_linear_in_sequence_length():
     short, long = training_memory("chunkwise", 4096), training_memory("chunkwise", 16384)
-    print(f"chunkwise peak {short.peak / 2**20:.1f} MiB (S=4096), {long.peak / 2**20:.1f} MiB (S=16384); "
-          f"largest tensor {long.largest / 2**20:.1f} MiB")
+    print(
+        f"chunkwise peak {short.peak / 2**20:.1f} MiB (S=4096), {long.peak / 2**20:.1f} MiB (S=16384); "
+        f"largest tensor {long.largest / 2**20:.1f} MiB"
+    )
     assert long.peak / short.peak < 6  # quadratic would be 16
     assert long.largest < 16384**2 * 4 / 64  # an S x S float32 matrix is 1 GiB
     # the tracker does see the S x S matrix of the parallel form when one query block spans the sequence
@@ -296,6 +305,7 @@ def test_chunkwise_memory_is_linear_in_sequence_length():
 
 
 # 8. bad inputs give clear errors ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("form", FORMS)
 def test_unknown_forget_gate(form):

@@ -86,6 +86,7 @@ def test_strided_inputs():
 
 # 2. the official parallel form (no initial state, eps 1e-6) ----------------------------------------
 
+
 @pytest.mark.parametrize("block_size", [1, 16, 64])
 def test_matches_official_parallel(block_size):
     """Its stabiliser keeps its gradient, which only the eps term of the normaliser feels (see
@@ -107,6 +108,7 @@ def test_matches_official_parallel(block_size):
 
 # 3. gradcheck -----------------------------------------------------------------------------------
 
+
 def test_gradcheck_causal_decayed_sums():
     g = torch.Generator().manual_seed(5)
     q, k, v = (torch.randn(2, 7, 3, generator=g, dtype=torch.float64).requires_grad_() for _ in range(3))
@@ -127,6 +129,7 @@ def test_gradcheck_parallel():
 
 # 4. memory: no S x S matrix, forward or backward ---------------------------------------------------
 
+
 def training_memory(function, S, **options) -> LiveTensorBytes:
     """Live tensor bytes of one float32 forward and backward (saved tensors and gradients included)."""
     inputs = make_inputs(B=1, NH=1, S=S, DH=16, dtype=torch.float32)
@@ -140,14 +143,17 @@ def training_memory(function, S, **options) -> LiveTensorBytes:
 def test_no_sequence_squared_matrix():
     S = 2048
     tiled, untiled = training_memory(parallel, S), training_memory(untiled_parallel, S)
-    print(f"S={S}: tiled peak {tiled.peak / 2**20:.1f} MiB, largest {tiled.largest / 2**20:.2f} MiB; "
-          f"untiled peak {untiled.peak / 2**20:.1f} MiB, largest {untiled.largest / 2**20:.1f} MiB")
+    print(
+        f"S={S}: tiled peak {tiled.peak / 2**20:.1f} MiB, largest {tiled.largest / 2**20:.2f} MiB; "
+        f"untiled peak {untiled.peak / 2**20:.1f} MiB, largest {untiled.largest / 2**20:.1f} MiB"
+    )
     assert untiled.largest >= S * S * 4  # the tracker sees the untiled S x S matrices
     assert tiled.largest <= DEFAULT_QUERY_BLOCK_SIZE * S * 4
     assert tiled.peak < untiled.peak / 8
 
 
 # 5. bad block size ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("block_size", [0, -3, 2.0])
 def test_bad_query_block_size(block_size):

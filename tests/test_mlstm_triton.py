@@ -40,8 +40,9 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
 LEAVES = ["q", "k", "v", "i", "f", "C0", "n0"]
 # several chunks, two row blocks per chunk, two blocks of a head dim of 48 (the second one ragged) everywhere
-SMALL_TILES = Tiling(chunk=32, step_block=16, key_block=32, value_block=32, state_key_block=32, state_value_block=32,
-                     state_step_block=16)
+SMALL_TILES = Tiling(
+    chunk=32, step_block=16, key_block=32, value_block=32, state_key_block=32, state_value_block=32, state_step_block=16
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,8 +69,9 @@ CASES = {
 SLOW_CASES = {
     "float32, DH 64, three chunks": Case(S=96, DH=64, chunk_size=32),
     "float32, exp forget gate, initial state, DH 16": Case(S=37, DH=16, forget_gate="exp", with_state=True, seed=1),
-    "bfloat16, initial state, small tiles": Case(S=50, DH=48, dtype="bfloat16", with_state=True, tiling=SMALL_TILES,
-                                                 save_states=False),
+    "bfloat16, initial state, small tiles": Case(
+        S=50, DH=48, dtype="bfloat16", with_state=True, tiling=SMALL_TILES, save_states=False
+    ),
     "float16, DH 32": Case(S=33, DH=32, dtype="float16"),
     "float32, eps 0, large gates, B 2": Case(S=40, DH=16, eps=0.0, B=2, NH=1, seed=3),
     "float32, one chunk of 64": Case(S=64, DH=32, chunk_size=64, with_state=True),
@@ -108,15 +110,25 @@ def make_inputs(case: Case, *, strided=False, device=CPU):
         m0 = torch.randn(B, NH, generator=g)
         m0[0, 0] = float("-inf")
         state = MLSTMState(C0.to(device).requires_grad_(), n0.to(device).requires_grad_(), m0.to(device))
-    upstream = [torch.randn(B, NH, S, DH, generator=g), torch.randn(B, NH, DH, DH, generator=g),
-                torch.randn(B, NH, DH, generator=g)]
+    upstream = [
+        torch.randn(B, NH, S, DH, generator=g),
+        torch.randn(B, NH, DH, DH, generator=g),
+        torch.randn(B, NH, DH, generator=g),
+    ]
     return inputs, state, [x.to(device) for x in upstream]
 
 
 def run(function, case: Case, inputs, state, upstream, **options):
     """h, the final C, n, m, and the gradients of <h, gh> + <C, gC> + <n, gn> w.r.t. q, k, v, i, f (and C0, n0)."""
-    h, final = function(*inputs, initial_state=state, return_state=True, forget_gate=case.forget_gate, eps=case.eps,
-                        chunk_size=case.chunk_size, **options)
+    h, final = function(
+        *inputs,
+        initial_state=state,
+        return_state=True,
+        forget_gate=case.forget_gate,
+        eps=case.eps,
+        chunk_size=case.chunk_size,
+        **options,
+    )
     outputs = (h, final.C, final.n)
     loss = sum((x.to(g.dtype) * g).sum() for x, g in zip(outputs, upstream))
     leaves = inputs + ([state.C, state.n] if state is not None else [])
@@ -124,8 +136,9 @@ def run(function, case: Case, inputs, state, upstream, **options):
 
 
 def triton_backend(case: Case):
-    return lambda *args, **options: adapter.chunkwise_triton(*args, **options, tiling=case.tiling,
-                                                             save_states=case.save_states)
+    return lambda *args, **options: adapter.chunkwise_triton(
+        *args, **options, tiling=case.tiling, save_states=case.save_states
+    )
 
 
 def reference(case: Case, backend="torch", device=CPU):
@@ -280,8 +293,9 @@ def test_importing_the_suite_imports_no_triton():
     subprocess.run([sys.executable, "-c", code], cwd=REPOSITORY, check=True, env=environment)
 
 
-@pytest.mark.parametrize("dtype, DH, reason", [(torch.float64, 16, "dtype torch.float64"),
-                                               (torch.float32, 520, "head dim 520")])
+@pytest.mark.parametrize(
+    "dtype, DH, reason", [(torch.float64, 16, "dtype torch.float64"), (torch.float32, 520, "head dim 520")]
+)
 def test_unsupported_inputs_fall_back_to_torch_with_one_warning(monkeypatch, dtype, DH, reason):
     monkeypatch.setattr(adapter, "_warned", set())
     case = Case(S=5, DH=DH, dtype=str(dtype).removeprefix("torch."))
@@ -295,15 +309,24 @@ def test_unsupported_inputs_fall_back_to_torch_with_one_warning(monkeypatch, dty
     torch.testing.assert_close(h, chunkwise(*inputs, **options, backend="torch"))
 
 
-@pytest.mark.parametrize("chunk_size, S, expected", [(64, 4096, 64), (100, 4096, 64), (1000, 4096, 256), (1, 4096, 16),
-                                                     (128, 40, 64), (128, 1, 16)])
+@pytest.mark.parametrize(
+    "chunk_size, S, expected",
+    [(64, 4096, 64), (100, 4096, 64), (1000, 4096, 256), (1, 4096, 16), (128, 40, 64), (128, 1, 16)],
+)
 def test_kernel_chunk(chunk_size, S, expected):
     assert kernel_chunk(chunk_size, S) == expected
 
 
-@pytest.mark.parametrize("DH, dtype, saved", [(128, torch.bfloat16, True), (384, torch.bfloat16, True),
-                                              (512, torch.bfloat16, False), (128, torch.float32, True),
-                                              (512, torch.float32, True)])
+@pytest.mark.parametrize(
+    "DH, dtype, saved",
+    [
+        (128, torch.bfloat16, True),
+        (384, torch.bfloat16, True),
+        (512, torch.bfloat16, False),
+        (128, torch.float32, True),
+        (512, torch.float32, True),
+    ],
+)
 def test_states_are_kept_where_they_cost_at_most_twice_q_k_v(DH, dtype, saved):
     q = torch.empty(1, 1, 4096, DH, dtype=dtype)
     assert adapter.saves_states(q, q, choose_tiling(4096, DH, DH, 1, 128, CPU, dtype)) == saved
@@ -317,8 +340,15 @@ def test_tiling_fits_the_head_dims():
     wide = choose_tiling(S=2048, DHK=384, DHV=384, heads=64, chunk_size=128, device=CPU, dtype=torch.float32)
     assert (wide.step_block, wide.key_block, wide.value_block, wide.state_key_block) == (32, 32, 32, 32)
     with pytest.raises(ValueError, match="power of two"):
-        Tiling(chunk=48, step_block=16, key_block=16, value_block=16, state_key_block=16, state_value_block=16,
-               state_step_block=16)
+        Tiling(
+            chunk=48,
+            step_block=16,
+            key_block=16,
+            value_block=16,
+            state_key_block=16,
+            state_value_block=16,
+            state_step_block=16,
+        )
 
 
 # --- compiled for the GPU, without one ------------------------------------------------------------------------------
@@ -338,10 +368,12 @@ def recorded_launches(monkeypatch, dtype: torch.dtype, DH: int, S: int = 256):
 
         def __getitem__(self, grid):
             def launch(*args, **kwargs):
-                arguments = dict(zip(self.kernel.arg_names, args)) | {k: v for k, v in kwargs.items()
-                                                                       if k in self.kernel.arg_names}
+                arguments = dict(zip(self.kernel.arg_names, args)) | {
+                    k: v for k, v in kwargs.items() if k in self.kernel.arg_names
+                }
                 options = {k: v for k, v in kwargs.items() if k not in self.kernel.arg_names}
                 launches.append((self.kernel, arguments, options))
+
             return launch
 
     for name, kernel in vars(function).copy().items():
@@ -351,10 +383,14 @@ def recorded_launches(monkeypatch, dtype: torch.dtype, DH: int, S: int = 256):
     q, k, v = (torch.zeros(B, NH, S, DH, dtype=dtype, requires_grad=True) for _ in range(3))
     i, f = (torch.zeros(B, NH, S, dtype=dtype, requires_grad=True) for _ in range(2))
     C0, n0 = torch.zeros(B, NH, DH, DH, requires_grad=True), torch.zeros(B, NH, DH, requires_grad=True)
-    tiling = choose_tiling(S, DH, DH, B * NH, 128, CUDA, dtype) if torch.cuda.is_available() else \
-        choose_tiling(S, DH, DH, B * NH, 128, CPU, dtype)
-    h, C, n, _ = function.ChunkwiseMLSTMTriton.apply(q, k, v, i, f, C0, n0, torch.zeros(B, NH), False, 1e-6, tiling,
-                                                     True)
+    tiling = (
+        choose_tiling(S, DH, DH, B * NH, 128, CUDA, dtype)
+        if torch.cuda.is_available()
+        else choose_tiling(S, DH, DH, B * NH, 128, CPU, dtype)
+    )
+    h, C, n, _ = function.ChunkwiseMLSTMTriton.apply(
+        q, k, v, i, f, C0, n0, torch.zeros(B, NH), False, 1e-6, tiling, True
+    )
     torch.autograd.grad(h.float().sum() + C.sum() + n.sum(), [q, k, v, i, f, C0, n0])
     return launches
 
@@ -373,8 +409,9 @@ def compile_for_sm90(kernel, arguments, options):
         return {bool: "i1", int: "i32", float: "fp32"}[type(value)]
 
     constexprs = {p.name: arguments[p.name] for p in kernel.params if p.is_constexpr}
-    signature = {name: "constexpr" if name in constexprs else argument_type(arguments[name])
-                 for name in kernel.arg_names}
+    signature = {
+        name: "constexpr" if name in constexprs else argument_type(arguments[name]) for name in kernel.arg_names
+    }
     return triton.compile(ASTSource(kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32), options=options)
 
 

@@ -27,14 +27,24 @@ ALPHA = 1e-4
 
 
 def small_config(**changes) -> MQARTaskConfig:
-    fields = dict(name="mqar", family="mqar", vocab_size=128, context_length=64, num_kv_pairs=8, power_a=0.01,
-                  random_non_queries=False, data_seed=0, train_samples=64, val_samples=16, test_samples=16)
+    fields = dict(
+        name="mqar",
+        family="mqar",
+        vocab_size=128,
+        context_length=64,
+        num_kv_pairs=8,
+        power_a=0.01,
+        random_non_queries=False,
+        data_seed=0,
+        train_samples=64,
+        val_samples=16,
+        test_samples=16,
+    )
     return MQARTaskConfig(**{**fields, **changes})
 
 
 def draw(vocab_size=128, context_length=64, num_kv_pairs=8, power_a=0.01, samples=200, seed=0, fill_seed=None):
-    return generate(vocab_size, context_length, num_kv_pairs, power_a, samples, np.random.default_rng(seed),
-                    fill_seed)
+    return generate(vocab_size, context_length, num_kv_pairs, power_a, samples, np.random.default_rng(seed), fill_seed)
 
 
 def chi_square_p(counts: np.ndarray, probabilities: np.ndarray) -> float:
@@ -47,17 +57,18 @@ def power_law(slots: int, power_a: float) -> np.ndarray:
 
 
 @pytest.mark.parametrize("vocab_size, context_length, num_kv_pairs", [(128, 64, 8), (65, 64, 16), (16, 10, 2)])
-def test_prefix_holds_distinct_keys_and_values_from_their_halves_of_the_vocabulary(vocab_size, context_length,
-                                                                                  num_kv_pairs):
+def test_prefix_holds_distinct_keys_and_values_from_their_halves_of_the_vocabulary(
+    vocab_size, context_length, num_kv_pairs
+):
     samples = draw(vocab_size, context_length, num_kv_pairs)
     inputs, targets = samples.examples(np.arange(len(samples)))  # (N, L)
     assert inputs.shape == targets.shape == (200, context_length)
-    keys, values = inputs[:, 0:2 * num_kv_pairs:2], inputs[:, 1:2 * num_kv_pairs:2]  # (N, KV)
+    keys, values = inputs[:, 0 : 2 * num_kv_pairs : 2], inputs[:, 1 : 2 * num_kv_pairs : 2]  # (N, KV)
     assert (keys == samples.keys).all() and (values == samples.values).all()
     half = vocab_size // 2
     assert keys.min() >= 1 and keys.max() < half and values.min() >= half and values.max() < vocab_size
     assert all(len(set(row)) == num_kv_pairs for row in keys) and all(len(set(row)) == num_kv_pairs for row in values)
-    assert (targets[:, :2 * num_kv_pairs] == IGNORE_INDEX).all()
+    assert (targets[:, : 2 * num_kv_pairs] == IGNORE_INDEX).all()
 
 
 @pytest.mark.parametrize("random_fill", [False, True])
@@ -66,7 +77,7 @@ def test_each_key_is_queried_once_and_its_target_is_its_value(random_fill):
     samples = draw(num_kv_pairs=kv, fill_seed=(0, 0, 4) if random_fill else None)
     inputs, targets = samples.examples(np.arange(len(samples)))
     for row_inputs, row_targets in zip(inputs, targets):
-        pairs = dict(zip(row_inputs[0:2 * kv:2], row_inputs[1:2 * kv:2]))
+        pairs = dict(zip(row_inputs[0 : 2 * kv : 2], row_inputs[1 : 2 * kv : 2]))
         scored = np.flatnonzero(row_targets != IGNORE_INDEX)
         assert len(scored) == kv
         assert ((scored - 2 * kv) % 2 == 0).all() and scored.min() >= 2 * kv
@@ -128,7 +139,9 @@ def test_the_same_seed_gives_the_same_samples_and_the_streams_are_disjoint():
         assert (getattr(first, name) != getattr(other, name)).any()
     config = small_config()
     sets = {stream: mqar_set(config, stream, 64) for stream in (TRAIN_STREAM, VALIDATION_STREAM, TEST_STREAM)}
-    rows = {stream: {samples.examples(np.array([i]))[0].tobytes() for i in range(64)} for stream, samples in sets.items()}
+    rows = {
+        stream: {samples.examples(np.array([i]))[0].tobytes() for i in range(64)} for stream, samples in sets.items()
+    }
     assert not rows[TRAIN_STREAM] & rows[VALIDATION_STREAM] and not rows[TRAIN_STREAM] & rows[TEST_STREAM]
     assert not rows[VALIDATION_STREAM] & rows[TEST_STREAM]
 
@@ -162,12 +175,12 @@ def test_a_cached_set_is_read_back_without_generating(cache, monkeypatch):
 
 
 def _damage_by_truncating(path):
-    path.write_bytes(path.read_bytes()[:path.stat().st_size // 2])
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
 
 
 def _damage_by_flipping_bytes(path):
     content = bytearray(path.read_bytes())
-    content[len(content) // 3:len(content) // 3 + 8] = bytes(8)
+    content[len(content) // 3 : len(content) // 3 + 8] = bytes(8)
     path.write_bytes(bytes(content))
 
 
@@ -178,8 +191,9 @@ def _damage_the_arrays_keeping_the_checksum(path):
     np.savez(path, **content)
 
 
-@pytest.mark.parametrize("damage", [_damage_by_truncating, _damage_by_flipping_bytes,
-                                    _damage_the_arrays_keeping_the_checksum])
+@pytest.mark.parametrize(
+    "damage", [_damage_by_truncating, _damage_by_flipping_bytes, _damage_the_arrays_keeping_the_checksum]
+)
 def test_a_damaged_cache_file_is_reported_and_generated_again(cache, capsys, damage):
     config = small_config()
     first = mqar_set(config, VALIDATION_STREAM, 64)
@@ -193,13 +207,22 @@ def test_a_damaged_cache_file_is_reported_and_generated_again(cache, capsys, dam
     assert capsys.readouterr().err == ""  # the entry was written whole again
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"context_length": 63}, "task.context_length=63 must be even"),
-    ({"vocab_size": 17, "num_kv_pairs": 8}, "task.vocab_size=17 has too few keys for num_kv_pairs=8: keys are "
-                                            "distinct tokens of [1, vocab_size // 2), valid: vocab_size >= 18"),
-    ({"num_kv_pairs": 17}, "task.num_kv_pairs=17 is too many for context_length=64: 4 * num_kv_pairs <= "
-                           "context_length, valid: 1 <= num_kv_pairs <= 16"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"context_length": 63}, "task.context_length=63 must be even"),
+        (
+            {"vocab_size": 17, "num_kv_pairs": 8},
+            "task.vocab_size=17 has too few keys for num_kv_pairs=8: keys are "
+            "distinct tokens of [1, vocab_size // 2), valid: vocab_size >= 18",
+        ),
+        (
+            {"num_kv_pairs": 17},
+            "task.num_kv_pairs=17 is too many for context_length=64: 4 * num_kv_pairs <= "
+            "context_length, valid: 1 <= num_kv_pairs <= 16",
+        ),
+    ],
+)
 def test_impossible_layouts_are_rejected_by_the_torch_free_validation(change, message):
     task = {**small_config().__dict__, **change}
     assert any(problem.startswith(message) for problem in task_problems(task))
@@ -217,12 +240,25 @@ def test_spec_scores_against_guessing_a_value_token():
 
 
 def test_tiny_training_run_finishes(tmp_path):
-    config = compose_run_config([
-        "model=llama", "task=mqar", "trainer.max_steps=2", "trainer.batch_size=4", "trainer.val_every_steps=2",
-        "trainer.num_threads=1", "trainer.checkpoint=false", "model.embedding_dim=16", "task.vocab_size=64",
-        "task.context_length=32", "task.num_kv_pairs=4", "task.train_samples=16", "task.val_samples=8",
-        "task.test_samples=8", "task.random_non_queries=true",
-    ])
+    config = compose_run_config(
+        [
+            "model=llama",
+            "task=mqar",
+            "trainer.max_steps=2",
+            "trainer.batch_size=4",
+            "trainer.val_every_steps=2",
+            "trainer.num_threads=1",
+            "trainer.checkpoint=false",
+            "model.embedding_dim=16",
+            "task.vocab_size=64",
+            "task.context_length=32",
+            "task.num_kv_pairs=4",
+            "task.train_samples=16",
+            "task.val_samples=8",
+            "task.test_samples=8",
+            "task.random_non_queries=true",
+        ]
+    )
     metrics = run_training(config, tmp_path)
     assert metrics["train/steps"] == 2 and 0 <= metrics["val/accuracy"] <= 1 and 0 <= metrics["test/accuracy"] <= 1
 

@@ -26,8 +26,14 @@ def settings(runs) -> dict:
 def check_common(runs) -> None:
     for run in runs:
         config = run.config
-        assert (config.task.vocab_size, config.model.num_blocks, config.task.train_samples, config.task.val_samples,
-                config.optim.weight_decay, config.optim.warmup_fraction) == (8192, 2, 100000, 3000, 0.1, 0.1)
+        assert (
+            config.task.vocab_size,
+            config.model.num_blocks,
+            config.task.train_samples,
+            config.task.val_samples,
+            config.optim.weight_decay,
+            config.optim.warmup_fraction,
+        ) == (8192, 2, 100000, 3000, 0.1, 0.1)
         assert config.trainer.max_steps == STEPS[config.trainer.batch_size]
         assert config.optim.lr in (LR_AT_24 if config.trainer.batch_size == 24 else LR_ABOVE_24)
         assert config.optim.min_lr == (1.0e-5 if config.trainer.batch_size == 24 else 1.0e-4)
@@ -39,7 +45,10 @@ def test_experiment_1_trains_fourteen_models_on_three_joint_settings():
     check_common(runs)
     assert len(runs) == 14 * 3 * 4 * 4 == 672
     assert {key: {batch for batch, *_ in value} for key, value in settings(runs).items()} == {
-        (64, 4): {512}, (128, 8): {512}, (256, 16): {256}}
+        (64, 4): {512},
+        (128, 8): {512},
+        (256, 16): {256},
+    }
     tied = {run.cell["model"]: bool(run.config.model.get("tie_embeddings", False)) for run in runs}
     assert tied["mamba_tied"] and not tied["mamba"] and sum(tied.values()) == 1
 
@@ -54,11 +63,14 @@ def test_experiment_2_and_the_main_figure_cover_the_paper_s_combinations():
     main = load_artifact("mqar-main").runs("paper")
     check_common(main)
     assert len(main) == 6 * 3 * 16 == 288
+
     def unlabelled(run) -> str:  # the config without the artifact's name (part of the run id)
         return OmegaConf.to_yaml({**OmegaConf.to_container(run.config), "artifact": None}, sort_keys=True)
 
     # the same run configs as Experiment 2's CL 2048 row
-    assert {unlabelled(run) for run in main} == {unlabelled(run) for run in big if run.config.task.context_length == 2048}
+    assert {unlabelled(run) for run in main} == {
+        unlabelled(run) for run in big if run.config.task.context_length == 2048
+    }
 
 
 @pytest.mark.slow  # plans Experiment 2 to find its training runs (about 15 s)
@@ -68,5 +80,7 @@ def test_experiment_3_evaluates_the_three_largest_dimensions_trained_at_2048_on_
     assert {run.config.task.context_length for run in runs} == {4096, 6144, 8192}
     assert {run.trained_by.config.task.context_length for run in runs} == {2048}
     assert {run.config.model.embedding_dim for run in runs} == {128, 256, 512}
-    assert all(run.config.model == run.trained_by.config.model and run.config.evaluate.run_id == run.trained_by.run_id
-               for run in runs)
+    assert all(
+        run.config.model == run.trained_by.config.model and run.config.evaluate.run_id == run.trained_by.run_id
+        for run in runs
+    )

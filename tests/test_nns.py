@@ -26,8 +26,17 @@ ALPHA = 1e-4
 
 
 def small_config(**changes) -> NNSTaskConfig:
-    fields = dict(name="nns", family="nns", vector_dim=2, min_length=2, max_length=64, data_seed=0,
-                  train_samples=64, val_samples=16, test_samples=16)
+    fields = dict(
+        name="nns",
+        family="nns",
+        vector_dim=2,
+        min_length=2,
+        max_length=64,
+        data_seed=0,
+        train_samples=64,
+        val_samples=16,
+        test_samples=16,
+    )
     return NNSTaskConfig(**{**fields, **changes})
 
 
@@ -117,23 +126,28 @@ def test_the_same_seed_gives_the_same_samples_and_the_sets_are_disjoint():
         assert (getattr(first, name) == getattr(again, name)).all()
     assert (first.vectors != other.vectors).any()
     config = small_config()
-    keys = {stream: {bytes(key) for key in nns_set(config, stream, 64).vectors[:, 0]}
-            for stream in (TRAIN_STREAM, VALIDATION_STREAM, TEST_STREAM)}
+    keys = {
+        stream: {bytes(key) for key in nns_set(config, stream, 64).vectors[:, 0]}
+        for stream in (TRAIN_STREAM, VALIDATION_STREAM, TEST_STREAM)
+    }
     assert all(len(stream_keys) == 64 for stream_keys in keys.values())
     assert not keys[TRAIN_STREAM] & keys[VALIDATION_STREAM] and not keys[TRAIN_STREAM] & keys[TEST_STREAM]
     assert not keys[VALIDATION_STREAM] & keys[TEST_STREAM]
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"min_length": 1}, "task.min_length=1 must be >= 2"),
-    ({"max_length": 1}, "task.max_length=1 must be >= 2"),
-    ({"min_length": 65}, "task.min_length=65 must be <= max_length=64; valid: 2 <= min_length <= 64"),
-    ({"vector_dim": 1}, "task.vector_dim=1 must be >= 2"),
-    ({"train_samples": 0}, "task.train_samples=0 must be >= 1"),
-    ({"val_samples": 0}, "task.val_samples=0 must be >= 1"),
-    ({"test_samples": 0}, "task.test_samples=0 must be >= 1"),
-    ({"data_seed": -1}, "task.data_seed=-1 must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"min_length": 1}, "task.min_length=1 must be >= 2"),
+        ({"max_length": 1}, "task.max_length=1 must be >= 2"),
+        ({"min_length": 65}, "task.min_length=65 must be <= max_length=64; valid: 2 <= min_length <= 64"),
+        ({"vector_dim": 1}, "task.vector_dim=1 must be >= 2"),
+        ({"train_samples": 0}, "task.train_samples=0 must be >= 1"),
+        ({"val_samples": 0}, "task.val_samples=0 must be >= 1"),
+        ({"test_samples": 0}, "task.test_samples=0 must be >= 1"),
+        ({"data_seed": -1}, "task.data_seed=-1 must be >= 0"),
+    ],
+)
 def test_bad_values_are_rejected_by_the_torch_free_validation(change, message):
     task = {**small_config().__dict__, **change}
     assert any(problem.startswith(message) for problem in task_problems(task))
@@ -142,23 +156,35 @@ def test_bad_values_are_rejected_by_the_torch_free_validation(change, message):
         validate_run_config(compose_run_config(["model=lstm", "task=nns", *overrides]))
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"min_length": 65}, "min_length=65 must be <= max_length=64; valid: 2 <= min_length <= 64"),
-    ({"min_length": 1}, "min_length=1 must be >= 2"),
-    ({"vector_dim": 1}, "vector_dim=1 must be >= 2"),
-    ({"samples": 0}, "samples=0 must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"min_length": 65}, "min_length=65 must be <= max_length=64; valid: 2 <= min_length <= 64"),
+        ({"min_length": 1}, "min_length=1 must be >= 2"),
+        ({"vector_dim": 1}, "vector_dim=1 must be >= 2"),
+        ({"samples": 0}, "samples=0 must be >= 1"),
+    ],
+)
 def test_the_generator_rejects_bad_values_before_drawing(change, message):
     with pytest.raises(ValueError, match=message):
         draw(**change)
 
 
 def test_tiny_regression_run_logs_val_and_test_mse(tmp_path):
-    config = compose_run_config([
-        "model=lstm", "task=nns", "trainer.max_steps=4", "trainer.batch_size=8", "trainer.val_every_steps=2",
-        "trainer.num_threads=1", "model.embedding_dim=16", "task.train_samples=32", "task.val_samples=16",
-        "task.test_samples=16",
-    ])
+    config = compose_run_config(
+        [
+            "model=lstm",
+            "task=nns",
+            "trainer.max_steps=4",
+            "trainer.batch_size=8",
+            "trainer.val_every_steps=2",
+            "trainer.num_threads=1",
+            "model.embedding_dim=16",
+            "task.train_samples=32",
+            "task.val_samples=16",
+            "task.test_samples=16",
+        ]
+    )
     metrics = run_training(config, tmp_path)
     assert metrics["train/steps"] == 4 and metrics["val/mse"] == metrics["val/loss"] >= 0
     assert 0 <= metrics["test/mse"] < 1 and not any("accuracy" in name for name in metrics)

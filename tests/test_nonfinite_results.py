@@ -56,7 +56,10 @@ def test_a_result_with_a_non_finite_metric_not_marked_diverged_is_damaged_and_re
     damaged_bytes = (damaged / RESULT_FILE).read_bytes()
     assert finished_result(damaged) is None and finished_result(intact) is not None
     [warning] = warnings_naming(damaged / RESULT_FILE, capsys.readouterr().err)
-    assert f"metric 'val/scaled_accuracy' is {float(json_value)}, not finite, and the run is not marked diverged" in warning
+    assert (
+        f"metric 'val/scaled_accuracy' is {float(json_value)}, not finite, and the run is not marked diverged"
+        in warning
+    )
     assert [path.read_bytes() for path in moved_aside(damaged / RESULT_FILE)] == [damaged_bytes]
     counts = list_counts(tmp_path)
     assert (counts["done"], counts["damaged"]) == ("1", "1")
@@ -78,8 +81,11 @@ def test_a_report_counts_a_non_finite_result_as_missing_not_as_a_finished_cell(t
     assert table.loc[("xlstm_0_1", "parity"), "note"] == "1 of 1 runs missing"
 
 
-@pytest.mark.parametrize("marks", [{f"trained/{DIVERGED_METRIC}": 1.0}, {"throughput/out_of_memory": 1.0}],
-                         ids=["an evaluation of diverged weights", "a run out of memory"])
+@pytest.mark.parametrize(
+    "marks",
+    [{f"trained/{DIVERGED_METRIC}": 1.0}, {"throughput/out_of_memory": 1.0}],
+    ids=["an evaluation of diverged weights", "a run out of memory"],
+)
 def test_a_non_finite_metric_that_the_result_explains_is_done(tmp_path, capsys, marks):
     run_dir, _ = finished_store(tmp_path, ())
     set_metric(run_dir, "throughput/tokens_per_second", "NaN", **marks)
@@ -93,8 +99,10 @@ def test_a_run_function_that_returns_a_non_finite_metric_without_diverging_fails
     run_dir = run_directory(run, tmp_path)
     assert outcome.status == "failed" and not (run_dir / RESULT_FILE).exists()
     error = json.loads((run_dir / ERROR_FILE).read_text())
-    assert error["message"] == ("metric 'val/scaled_accuracy' is nan, not finite, and the run is not marked diverged "
-                                f"({DIVERGED_METRIC} 1); a run that did not diverge reports finite metrics")
+    assert error["message"] == (
+        "metric 'val/scaled_accuracy' is nan, not finite, and the run is not marked diverged "
+        f"({DIVERGED_METRIC} 1); a run that did not diverge reports finite metrics"
+    )
 
 
 def test_a_diverged_run_is_done_and_shown_as_diverged_by_list_and_the_report(tmp_path, capsys):

@@ -31,11 +31,18 @@ def write_source(root: Path, source: str, split: str, files: dict[str, list[dict
 @pytest.fixture
 def paloma_copy(tmp_path) -> Path:
     """Two sources in PALOMA's layout: c4_100_domains with a subdomain field over two files, c4_en without one."""
-    write_source(tmp_path, "c4_100_domains", "val", {
-        "val_www.a.com.jsonl.gz": [{"text": "alpha one", "id": "a1", "subdomain": "www.a.com", "source": "c4"},
-                                   {"text": "alpha two", "id": "a2", "subdomain": "www.a.com", "source": "c4"}],
-        "val_www.b.com.jsonl.gz": [{"text": "beta", "id": "b1", "subdomain": "www.b.com", "source": "c4"}],
-    })
+    write_source(
+        tmp_path,
+        "c4_100_domains",
+        "val",
+        {
+            "val_www.a.com.jsonl.gz": [
+                {"text": "alpha one", "id": "a1", "subdomain": "www.a.com", "source": "c4"},
+                {"text": "alpha two", "id": "a2", "subdomain": "www.a.com", "source": "c4"},
+            ],
+            "val_www.b.com.jsonl.gz": [{"text": "beta", "id": "b1", "subdomain": "www.b.com", "source": "c4"}],
+        },
+    )
     write_source(tmp_path, "c4_en", "val", {"val.jsonl.gz": [{"text": "plain", "id": "c1", "added": "2023"}]})
     write_source(tmp_path, "c4_en", "test", {"test.jsonl.gz": [{"text": "held out", "id": "t1"}]})
     return tmp_path
@@ -48,11 +55,11 @@ def fake_documents() -> list[np.ndarray]:
 
 def scored_targets(batches) -> list[tuple[int, int]]:
     """(document, position) of every scored target, in the order scored."""
-    return [(int(target) // 100, int(target) % 100 - 1) for batch in batches
-            for target in batch.targets[batch.scored]]
+    return [(int(target) // 100, int(target) % 100 - 1) for batch in batches for target in batch.targets[batch.scored]]
 
 
 # --- sources and reader -----------------------------------------------------------------------------------------
+
 
 def test_the_paper_uses_16_of_palomas_18_sources():
     assert len(SOURCES) == 16 and len(set(SOURCES.values())) == 16
@@ -85,18 +92,22 @@ def test_the_hub_id_streams_palomas_configs_with_datasets(monkeypatch):
     monkeypatch.setattr(datasets, "load_dataset", load_dataset)
     documents = list(read_documents(HUB_ID, "test", ["ptb", "gab"]))
     assert asked == [(HUB_ID, "ptb", "test", True), (HUB_ID, "gab", "test", True)]
-    assert [(d.source, d.subdomain, d.id, d.text) for d in documents] == [("ptb", "ptb", "h1", "from the hub"),
-                                                                          ("gab", "gab", "h1", "from the hub")]
+    assert [(d.source, d.subdomain, d.id, d.text) for d in documents] == [
+        ("ptb", "ptb", "h1", "from the hub"),
+        ("gab", "gab", "h1", "from the hub"),
+    ]
 
 
 def test_a_malformed_line_is_an_error_naming_file_and_line(tmp_path):
     records = [{"text": "fine", "id": "1"}]
     write_source(tmp_path, "gab", "val", {"val.jsonl.gz": records})
     path = tmp_path / "gab" / "val" / "val.jsonl.gz"
-    for bad_line, complaint in (('{"text": "cut', "malformed JSON line"),
-                                ('["text"]', "a JSON object, not list"),
-                                ('{"id": "2"}', "string field 'text'"),
-                                ('{"text": "x", "subdomain": 3}', "'subdomain' is 3")):
+    for bad_line, complaint in (
+        ('{"text": "cut', "malformed JSON line"),
+        ('["text"]', "a JSON object, not list"),
+        ('{"id": "2"}', "string field 'text'"),
+        ('{"text": "x", "subdomain": 3}', "'subdomain' is 3"),
+    ):
         with gzip.open(path, "wt", encoding="utf-8") as file:
             file.write(json.dumps(records[0]) + "\n" + bad_line + "\n")
         with pytest.raises(ValueError, match=f"{path}:2: .*{complaint}"):
@@ -117,6 +128,7 @@ def test_bad_requests_are_errors_before_reading(paloma_copy):
 
 # --- windows ----------------------------------------------------------------------------------------------------
 
+
 def test_every_token_of_every_document_is_scored_exactly_once():
     documents = fake_documents()
     for tokens_per_batch in (WINDOW, 3 * WINDOW, 1000):
@@ -133,15 +145,18 @@ def test_each_input_position_holds_the_token_before_its_target():
             length = int((targets != START).sum())
             stream = np.concatenate([[START], documents[document]])
             first = int(targets[0]) % 100 - 1  # the document position of the window's first target
-            assert list(inputs[:length]) == list(stream[first:first + length])
+            assert list(inputs[:length]) == list(stream[first : first + length])
             assert not scored[length:].any()  # padding is never scored
 
 
 def test_the_last_window_is_filled_with_the_tokens_before_it():
     """19 tokens, window 8: tokens 0-7 and 8-15 in windows of their own, then 16-18 scored in a window of 8 positions
     whose first 5 only give context (tokens 10-15 as inputs)."""
-    assert [(w.start, w.scored_from, w.end) for w in document_windows(3, 19, WINDOW)] == [(0, 0, 8), (8, 8, 16),
-                                                                                           (11, 16, 19)]
+    assert [(w.start, w.scored_from, w.end) for w in document_windows(3, 19, WINDOW)] == [
+        (0, 0, 8),
+        (8, 8, 16),
+        (11, 16, 19),
+    ]
     batch = next(b for b in window_batches([fake_documents()[3]], WINDOW, WINDOW, START) if not b.scored[0, 0])
     tokens = fake_documents()[3]
     assert list(batch.inputs[0]) == list(tokens[10:18])
@@ -174,9 +189,13 @@ def test_windows_are_lm_evaluation_harness_rolling_windows():
         for inputs, targets, scored in zip(batch.inputs, batch.targets, batch.scored):
             length = int(np.flatnonzero(scored)[-1]) + 1
             ours[(tuple(inputs[:length]), tuple(targets[scored]))] += 1
-    theirs = Counter((tuple(inputs), tuple(predicted)) for tokens in documents
-                     for inputs, predicted in harness.get_rolling_token_windows(
-                         token_list=tokens.tolist(), prefix_token=START, max_seq_len=WINDOW, context_len=1))
+    theirs = Counter(
+        (tuple(inputs), tuple(predicted))
+        for tokens in documents
+        for inputs, predicted in harness.get_rolling_token_windows(
+            token_list=tokens.tolist(), prefix_token=START, max_seq_len=WINDOW, context_len=1
+        )
+    )
     assert ours == theirs
 
 

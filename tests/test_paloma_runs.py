@@ -28,10 +28,15 @@ def training_config_of(config):
     return trained
 
 
-@pytest.mark.parametrize("artifact, scale", [
-    ("ppleval", "smoke"), ("ppleval_app", "smoke"), ("ppleval", "paper"),
-    pytest.param("ppleval_app", "paper", marks=pytest.mark.slow),  # 10 s; ppleval's paper plan is the same code
-])
+@pytest.mark.parametrize(
+    "artifact, scale",
+    [
+        ("ppleval", "smoke"),
+        ("ppleval_app", "smoke"),
+        ("ppleval", "paper"),
+        pytest.param("ppleval_app", "paper", marks=pytest.mark.slow),  # 10 s; ppleval's paper plan is the same code
+    ],
+)
 def test_each_training_run_is_evaluated_once_and_its_id_is_recomputed_from_the_evaluation_run(artifact, scale):
     training = {run.run_id: run for run in load_artifact(TRAINING).runs(scale)}
     runs = load_artifact(artifact).runs(scale)
@@ -52,22 +57,34 @@ def test_each_training_run_is_evaluated_once_and_its_id_is_recomputed_from_the_e
 def test_the_two_tables_score_their_own_sources_so_their_runs_differ():
     ppleval, app = (load_artifact(name).runs("smoke") for name in ("ppleval", "ppleval_app"))
     assert len(ppleval[0].config.evaluate.settings.sources) == 12
-    assert list(app[0].config.evaluate.settings.sources) == ["twitterAAE_HELM_fixed", "manosphere_meta_sep",
-                                                              "4chan_meta_sep", "gab"]
+    assert list(app[0].config.evaluate.settings.sources) == [
+        "twitterAAE_HELM_fixed",
+        "manosphere_meta_sep",
+        "4chan_meta_sep",
+        "gab",
+    ]
     assert {run.run_id for run in ppleval}.isdisjoint(run.run_id for run in app)
 
 
-@pytest.mark.parametrize("kind, settings, message", [
-    ("palomo", "{}", "evaluates.kind='palomo' is not valid; valid choices: ['context_extrapolation', "
-                     "'decoding_throughput', 'generation_time', 'lmeval', 'paloma']"),
-    ("paloma", "{window: 0}", "evaluates.settings.window=0 must be >= 1"),
-    ("paloma", "{sources: [c4]}", "sources: 'c4' is not a PALOMA source; valid choices: ['c4_en', 'mc4'"),
-    ("paloma", "{split: train}", "evaluates.settings.split='train' is not valid; valid choices: ['val', 'test']"),
-    ("paloma", "{windw: 8}", "unknown key evaluates.settings.windw; did you mean evaluates.settings.window?"),
-    ("paloma", "{window: 64, tokens_per_batch: 32}", "tokens_per_batch=32 must hold one window of window=64"),
-])
-def test_a_bad_evaluation_value_is_named_with_the_valid_choices_when_the_artifact_loads(artifact_folder, kind,
-                                                                                         settings, message):
+@pytest.mark.parametrize(
+    "kind, settings, message",
+    [
+        (
+            "palomo",
+            "{}",
+            "evaluates.kind='palomo' is not valid; valid choices: ['context_extrapolation', "
+            "'decoding_throughput', 'generation_time', 'lmeval', 'paloma']",
+        ),
+        ("paloma", "{window: 0}", "evaluates.settings.window=0 must be >= 1"),
+        ("paloma", "{sources: [c4]}", "sources: 'c4' is not a PALOMA source; valid choices: ['c4_en', 'mc4'"),
+        ("paloma", "{split: train}", "evaluates.settings.split='train' is not valid; valid choices: ['val', 'test']"),
+        ("paloma", "{windw: 8}", "unknown key evaluates.settings.windw; did you mean evaluates.settings.window?"),
+        ("paloma", "{window: 64, tokens_per_batch: 32}", "tokens_per_batch=32 must hold one window of window=64"),
+    ],
+)
+def test_a_bad_evaluation_value_is_named_with_the_valid_choices_when_the_artifact_loads(
+    artifact_folder, kind, settings, message
+):
     assert message in load_error(artifact_folder, kind, settings, "paloma/average")
 
 
@@ -82,8 +99,10 @@ def test_missing_training_runs_hold_their_evaluation_runs_back_and_are_named_wit
     output = capsys.readouterr().out
     assert "0 to run, 4 waiting for their training runs" in output and "waiting for their training runs: 4" in output
     for run in load_artifact("ppleval").runs("smoke"):
-        assert f"training run {run.trained_by.run_id} of {TRAINING} (smoke scale; cell {run.trained_by.label}) is " \
-               "not finished" in output
+        assert (
+            f"training run {run.trained_by.run_id} of {TRAINING} (smoke scale; cell {run.trained_by.label}) is "
+            "not finished" in output
+        )
     assert f"make them with `xlstm-suite sweep {TRAINING} --scale smoke`" in output
     assert not (root / "smoke" / "ppleval").exists()  # neither run nor failed: nothing in the store
 
@@ -99,7 +118,7 @@ def direct_perplexity(model, tokens: np.ndarray, window: int, start_token: int) 
         with torch.no_grad():
             logits = model(torch.as_tensor(inputs[begin:end])[None])[0].double()  # (S, V)
         log_probabilities = torch.log_softmax(logits, -1)[torch.arange(end - begin), torch.as_tensor(tokens[begin:end])]
-        total += float(log_probabilities[first - begin:].sum())
+        total += float(log_probabilities[first - begin :].sum())
     return float(np.exp(-total / len(tokens)))
 
 
@@ -127,8 +146,21 @@ def test_smoke_scale_trains_evaluates_and_reports_and_a_documents_perplexity_is_
     assert outcome.status == "written"
     table = pd.read_csv(reports / "smoke" / "ppleval.csv")
     assert len(table) == 4 and table["ours"].notna().all() and table["paper"].isna().all()  # stand-in sizes
-    columns = ["c4", "mc4_en", "wikitext_103", "penn_treebank", "red_pajama", "refined_web", "dolma", "m2d2_s2orc",
-               "m2d2_wikipedia", "c4_domains", "dolma_subreddits", "dolma_coding", "average"]  # all of Table ppleval's
+    columns = [
+        "c4",
+        "mc4_en",
+        "wikitext_103",
+        "penn_treebank",
+        "red_pajama",
+        "refined_web",
+        "dolma",
+        "m2d2_s2orc",
+        "m2d2_wikipedia",
+        "c4_domains",
+        "dolma_subreddits",
+        "dolma_coding",
+        "average",
+    ]  # all of Table ppleval's
     for column in columns:
         assert table[f"{column} ours"].notna().all() and table[f"{column} paper"].isna().all()
     assert (table["average ours"] == table["ours"]).all()
@@ -145,11 +177,15 @@ def test_smoke_scale_trains_evaluates_and_reports_and_a_documents_perplexity_is_
     assert f"{first['source']}/{first['subdomain']}" in detail.index
     assert "## Detail" in (reports / "smoke" / "ppleval.md").read_text()
     row = scores[(scores["level"] == "subdomain") & (scores["subdomain"] == "c4_100_domains/domain-1")].iloc[0]
-    (document,) = [each for each in read_documents(paloma_sample(), "val", ["c4_100_domains"])
-                   if each.subdomain == "c4_100_domains/domain-1"]
+    (document,) = [
+        each
+        for each in read_documents(paloma_sample(), "val", ["c4_100_domains"])
+        if each.subdomain == "c4_100_domains/domain-1"
+    ]
     checkpoint = evaluated_checkpoints(training_directory(run.config.evaluate, root), "last")[0]
     model, _ = trained_language_model(run.config, checkpoint)
     tokens = tokenize([document.text])[0]
     assert row["tokens"] == len(tokens)
-    assert row["perplexity"] == pytest.approx(direct_perplexity(model, tokens, 16, tokenizer("gpt2").end_of_text),
-                                              rel=1e-5)
+    assert row["perplexity"] == pytest.approx(
+        direct_perplexity(model, tokens, 16, tokenizer("gpt2").end_of_text), rel=1e-5
+    )

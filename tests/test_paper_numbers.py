@@ -8,14 +8,22 @@ from experiments.reports.paper_numbers import PAPER_ROW, paper_numbers_of, print
 from experiments.reports.paper_tables import paper_table
 from experiments.reports.rankings import cell_names
 
-TABLE_1 = {"table": "spaj15b_model_results", "column": "ppl_slimpajama_15b", "where": {"optim.lr": 1.0e-3},
-           "values": [{"cell": {"model": "rwkv6", "optim.lr": 4.0e-4}, "value": 16.38, "source": "Appendix B.2"}]}
+TABLE_1 = {
+    "table": "spaj15b_model_results",
+    "column": "ppl_slimpajama_15b",
+    "where": {"optim.lr": 1.0e-3},
+    "values": [{"cell": {"model": "rwkv6", "optim.lr": 4.0e-4}, "value": 16.38, "source": "Appendix B.2"}],
+}
 CELLS = ["model", "optim.lr"]
 
 
 def test_cells_get_the_tables_column_and_the_texts_numbers():
-    cells = pd.DataFrame({"model": ["xlstm_1_0", "llama", "rwkv6", "rwkv6", "lstm"],
-                          "optim.lr": [1.0e-3, 1.0e-3, 1.0e-3, 4.0e-4, 1.0e-3]})
+    cells = pd.DataFrame(
+        {
+            "model": ["xlstm_1_0", "llama", "rwkv6", "rwkv6", "lstm"],
+            "optim.lr": [1.0e-3, 1.0e-3, 1.0e-3, 4.0e-4, 1.0e-3],
+        }
+    )
     printed = paper_table("spaj15b_model_results").set_index("model")["ppl_slimpajama_15b"]
     values = with_paper_numbers(cells, {"numbers": TABLE_1}, CELLS)
     assert values.tolist()[:3] == [printed["xlstm_1_0"], printed["llama"], printed["rwkv6"]]
@@ -33,47 +41,81 @@ def test_an_artifact_without_numbers_gets_none():
     assert with_paper_numbers(cells, {}, CELLS).isna().all()
 
 
-MATRIX_MEMORY = {"table": "abl_matrixmemory", "column": "ppl_slimpajama_15b", "rows": [
-    {"cell": {"block": "post"}, "row": {"details": "Post Up-Projection Block (ReLU2)"}},
-    {"cell": {"block": "pre", "conv": 0}, "row": {"details": "Pre Up-Projection Block, No Convolution"}},
-    {"cell": {"block": "pre", "conv": 4}, "row": {"num_blocks": 48, "params_m": 409.3}}]}
+MATRIX_MEMORY = {
+    "table": "abl_matrixmemory",
+    "column": "ppl_slimpajama_15b",
+    "rows": [
+        {"cell": {"block": "post"}, "row": {"details": "Post Up-Projection Block (ReLU2)"}},
+        {"cell": {"block": "pre", "conv": 0}, "row": {"details": "Pre Up-Projection Block, No Convolution"}},
+        {"cell": {"block": "pre", "conv": 4}, "row": {"num_blocks": 48, "params_m": 409.3}},
+    ],
+}
 
 
 def test_variants_of_one_model_get_the_row_their_rows_entry_names():
     """Table abl_matrixmemory prints xLSTM[1:0] three times; each variant takes its own row, named by any columns."""
-    cells = pd.DataFrame({"model": ["xlstm_1_0"] * 3 + ["llama"], "block": ["pre", "post", "pre", "pre"],
-                          "conv": [4, 0, 0, 4]})
+    cells = pd.DataFrame(
+        {"model": ["xlstm_1_0"] * 3 + ["llama"], "block": ["pre", "post", "pre", "pre"], "conv": [4, 0, 0, 4]}
+    )
     values = with_paper_numbers(cells, {"numbers": MATRIX_MEMORY}, ["model", "block", "conv"])
     assert values[:3].tolist() == [13.43, 13.90, 15.41]
     assert pd.isna(values[3])  # the table has no Llama row
 
 
 def test_variants_of_one_model_go_by_their_printed_rows_name_on_pages_and_figures():
-    cells = pd.DataFrame({"model": ["xlstm_1_0"] * 3 + ["llama"], "block": ["pre", "post", "pre", "pre"],
-                          "conv": [4, 0, 0, 4]})
+    cells = pd.DataFrame(
+        {"model": ["xlstm_1_0"] * 3 + ["llama"], "block": ["pre", "post", "pre", "pre"], "conv": [4, 0, 0, 4]}
+    )
     keys = ["model", "block", "conv"]
     names = printed_row_names(cells, {"numbers": MATRIX_MEMORY}, keys)
-    assert names.tolist() == ["48, 409.3", "Post Up-Projection Block (ReLU2)", "Pre Up-Projection Block, No Convolution", ""]
+    assert names.tolist() == [
+        "48, 409.3",
+        "Post Up-Projection Block (ReLU2)",
+        "Pre Up-Projection Block, No Convolution",
+        "",
+    ]
     assert cell_names(cells.assign(**{PAPER_ROW: names}), keys) == [
-        "xLSTM[1:0] 48, 409.3", "xLSTM[1:0] Post Up-Projection Block (ReLU2)",
-        "xLSTM[1:0] Pre Up-Projection Block, No Convolution", "Llama block=pre conv=4"]  # no row: by its keys
+        "xLSTM[1:0] 48, 409.3",
+        "xLSTM[1:0] Post Up-Projection Block (ReLU2)",
+        "xLSTM[1:0] Pre Up-Projection Block, No Convolution",
+        "Llama block=pre conv=4",
+    ]  # no row: by its keys
     assert printed_row_names(cells, {"numbers": TABLE_1}, keys) is None  # no variants: no such column
 
 
-@pytest.mark.parametrize("numbers, message", [
-    ({"table": "abl_matrixmemory", "column": "ppl_slimpajama_15b", "rows": [{"cell": {"model": "xlstm_1_0"},
-                                                                            "row": {"num_blocks": 48}}]},
-     "paper.numbers.rows[0]: row {'num_blocks': 48} matches 2 rows of abl_matrixmemory, not one"),
-    ({"table": "abl_matrixmemory", "column": "ppl_slimpajama_15b", "rows": [{"cell": {"model": "xlstm_1_0"},
-                                                                            "row": {"blocks": 48}}]},
-     "['blocks'] are not columns of abl_matrixmemory; valid choices"),
-    ({"rows": [{"cell": {"seed": 0}, "row": {"details": "x"}}]}, "needs cell (keys of ['model', 'optim.lr']) and row"),
-    ({"table": "table1"}, "needs both table and column"),
-    ({"table": "table1", "column": "ppl"}, "paper.numbers.table='table1' is not valid; valid choices: ["),
-    ({"table": "spaj15b_model_results", "column": "ppl"}, "'ppl' is not a column of spaj15b_model_results"),
-    ({"where": {"seed": 0}}, "where key 'seed' must be one of the report's cells"),
-    ({"values": [{"cell": {"size": "350m"}, "value": 1.0}]}, "needs cell (keys of ['model', 'optim.lr']), value and source"),
-])
+@pytest.mark.parametrize(
+    "numbers, message",
+    [
+        (
+            {
+                "table": "abl_matrixmemory",
+                "column": "ppl_slimpajama_15b",
+                "rows": [{"cell": {"model": "xlstm_1_0"}, "row": {"num_blocks": 48}}],
+            },
+            "paper.numbers.rows[0]: row {'num_blocks': 48} matches 2 rows of abl_matrixmemory, not one",
+        ),
+        (
+            {
+                "table": "abl_matrixmemory",
+                "column": "ppl_slimpajama_15b",
+                "rows": [{"cell": {"model": "xlstm_1_0"}, "row": {"blocks": 48}}],
+            },
+            "['blocks'] are not columns of abl_matrixmemory; valid choices",
+        ),
+        (
+            {"rows": [{"cell": {"seed": 0}, "row": {"details": "x"}}]},
+            "needs cell (keys of ['model', 'optim.lr']) and row",
+        ),
+        ({"table": "table1"}, "needs both table and column"),
+        ({"table": "table1", "column": "ppl"}, "paper.numbers.table='table1' is not valid; valid choices: ["),
+        ({"table": "spaj15b_model_results", "column": "ppl"}, "'ppl' is not a column of spaj15b_model_results"),
+        ({"where": {"seed": 0}}, "where key 'seed' must be one of the report's cells"),
+        (
+            {"values": [{"cell": {"size": "350m"}, "value": 1.0}]},
+            "needs cell (keys of ['model', 'optim.lr']), value and source",
+        ),
+    ],
+)
 def test_bad_paper_numbers_are_named(numbers, message):
     assert any(message in problem for problem in paper_numbers_of({"numbers": numbers}).problems(CELLS))
 

@@ -59,8 +59,9 @@ def latex_tabulars(source: str, label: str) -> list[list[list[str]]]:
     texts; an empty first cell (under a \\multirow) repeats the one above."""
     found = re.search(rf"\\label\{{(tab|fig):{re.escape(label)}\}}", source)
     assert found, f"no \\label{{tab:{label}}} or \\label{{fig:{label}}} in the paper's source"
-    begin, environment = max((source.rfind(f"\\begin{{{name}}}", 0, found.start()), name)
-                             for name in ("table", "wraptable", "figure"))
+    begin, environment = max(
+        (source.rfind(f"\\begin{{{name}}}", 0, found.start()), name) for name in ("table", "wraptable", "figure")
+    )
     end = source.index(f"\\end{{{environment}}}", found.start())
     tabulars = []
     for tabular in re.findall(r"\\begin\{tabular\}.*?\\end\{tabular\}", source[begin:end], re.DOTALL):
@@ -108,10 +109,17 @@ def test_unknown_label_names_it_and_the_available_ones():
 
 def test_tables_name_models_and_sizes_of_our_registry():
     known = known_language_models()
-    named = [(label, row["model"], row.get("size")) for label in available_paper_tables() for row in csv_rows(label)
-             if row["model"]]
-    wrong = [f"{label}: {model} {size}" for label, model, size in named
-             if model not in known or (size is not None and size not in known[model])]
+    named = [
+        (label, row["model"], row.get("size"))
+        for label in available_paper_tables()
+        for row in csv_rows(label)
+        if row["model"]
+    ]
+    wrong = [
+        f"{label}: {model} {size}"
+        for label, model, size in named
+        if model not in known or (size is not None and size not in known[model])
+    ]
     assert not wrong, wrong
 
 
@@ -135,7 +143,7 @@ def test_every_cell_matches_the_latex_in_place(paper_source, label):
     tabulars, ours = latex_tabulars(paper_source, label), csv_rows(label)
     assert len(ours) == sum(map(len, tabulars)), f"{label}: {len(ours)} CSV rows, {sum(map(len, tabulars))} LaTeX"
     for rows in tabulars:
-        ours_here, ours = ours[:len(rows)], ours[len(rows):]
+        ours_here, ours = ours[: len(rows)], ours[len(rows) :]
         sizes, grid = latex_grid(rows)
         for number, (row, size, cells, printed) in enumerate(zip(ours_here, sizes, csv_grid(ours_here), grid)):
             assert size is None or size == row["size"].upper(), f"{label} {row}: printed size {size}"
@@ -146,14 +154,20 @@ def test_every_cell_matches_the_latex_in_place(paper_source, label):
 def test_first_and_last_numbers_are_in_the_row_of_that_model(paper_source, label):
     """Found by name (and size), not by position: each row's first and last number lie in the LaTeX row that prints
     the same names and flags."""
-    latex = [(size, [cell for cell in cells if cell]) for rows in latex_tabulars(paper_source, label)
-             for size, cells in zip(*latex_grid(rows))]
+    latex = [
+        (size, [cell for cell in cells if cell])
+        for rows in latex_tabulars(paper_source, label)
+        for size, cells in zip(*latex_grid(rows))
+    ]
     for row in csv_rows(label):
         printed = [value for column, value in row.items() if column not in OUR_COLUMNS and value]
         names = [value for value in printed if not NUMBER.fullmatch(value)]
         numbers = [value for value in printed if NUMBER.fullmatch(value)]
         size = row["size"].upper() if "size" in row else None
-        matches = [cells for printed_size, cells in latex if printed_size in (None, size)
-                   and [cell for cell in cells if not NUMBER.fullmatch(cell)] == names]
+        matches = [
+            cells
+            for printed_size, cells in latex
+            if printed_size in (None, size) and [cell for cell in cells if not NUMBER.fullmatch(cell)] == names
+        ]
         assert len(matches) == 1, f"{label}: {len(matches)} LaTeX rows print {names} at size {size}"
         assert {numbers[0], numbers[-1]} <= set(matches[0]), f"{label}: {numbers} not all in {matches[0]}"

@@ -47,8 +47,9 @@ def test_a_second_plan_composes_and_checks_nothing_and_gives_the_same_runs(cache
     assert plan(second) == plan(first) and all(run.config.trainer.max_steps == 10 for run in second)
 
 
-def test_the_key_changes_with_the_scale_the_overrides_the_artifact_the_configs_the_code_and_the_models(cache,
-                                                                                                   monkeypatch):
+def test_the_key_changes_with_the_scale_the_overrides_the_artifact_the_configs_the_code_and_the_models(
+    cache, monkeypatch
+):
     artifact = load_artifact(FIXTURE)
     key = plan_cache.plan_key(artifact, "smoke", [])
     assert plan_cache.plan_key(load_artifact(FIXTURE), "smoke", []) == key  # the same file, the same key
@@ -59,9 +60,10 @@ def test_the_key_changes_with_the_scale_the_overrides_the_artifact_the_configs_t
         "source": plan_cache.plan_key(artifact, "smoke", [], source=artifact),
     }
     for name, module, attribute, replacement in [
-            ("code", plan_cache, "code_digest", lambda: "other code"),
-            ("configs", compose_cache, "tree_fingerprint", lambda folders=(): "other configs"),
-            ("models", plan_cache, "known_backbones", lambda: ["llama"])]:
+        ("code", plan_cache, "code_digest", lambda: "other code"),
+        ("configs", compose_cache, "tree_fingerprint", lambda folders=(): "other configs"),
+        ("models", plan_cache, "known_backbones", lambda: ["llama"]),
+    ]:
         with monkeypatch.context() as patch:
             patch.setattr(module, attribute, replacement)
             changed[name] = plan_cache.plan_key(artifact, "smoke", [])
@@ -82,8 +84,9 @@ def test_no_key_with_the_cache_switched_off(monkeypatch):
     assert plan_cache.plan_key(load_artifact(FIXTURE), "smoke", []) is None
 
 
-@pytest.mark.parametrize("entry", ["", "{not json", "[]", '{"key": "other", "runs": []}'],
-                         ids=["empty-file", "garbage", "list", "other-key"])
+@pytest.mark.parametrize(
+    "entry", ["", "{not json", "[]", '{"key": "other", "runs": []}'], ids=["empty-file", "garbage", "list", "other-key"]
+)
 def test_a_damaged_entry_is_ignored_with_one_warning_and_replaced(entry, cache, capsys):
     expected = plan(load_artifact(FIXTURE).runs("smoke"))
     (path,) = (compose_cache.cache_folder() / "plans").rglob("*.json")
@@ -100,8 +103,10 @@ def test_a_run_of_a_damaged_entry_that_does_not_fit_is_named(cache):
     (path,) = (compose_cache.cache_folder() / "plans").rglob("*.json")
     content = json.loads(path.read_text())
     content["runs"][1]["run_id"] = None  # a config without its id
-    assert plan_cache.entry_problem(content, content["key"], 0) == \
-        "a run (1) whose config, run id or training run do not fit"
+    assert (
+        plan_cache.entry_problem(content, content["key"], 0)
+        == "a run (1) whose config, run id or training run do not fit"
+    )
 
 
 def test_a_task_check_that_fails_now_fails_a_cached_plan(cache, monkeypatch):

@@ -36,8 +36,16 @@ class TinyModule(L.LightningModule):
 
 
 def fit(bar: StepProgressBar, max_steps: int = 10) -> L.Trainer:
-    trainer = L.Trainer(max_steps=max_steps, val_check_interval=5, callbacks=[bar], logger=False, enable_checkpointing=False,
-                        enable_model_summary=False, num_sanity_val_steps=0, accelerator="cpu")
+    trainer = L.Trainer(
+        max_steps=max_steps,
+        val_check_interval=5,
+        callbacks=[bar],
+        logger=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        accelerator="cpu",
+    )
     trainer.fit(TinyModule())
     return trainer
 
@@ -48,7 +56,9 @@ def test_a_log_file_gets_a_start_line_a_line_per_interval_and_an_end_line():
     assert trainer.progress_bar_callback.__class__ is StepProgressBar  # Lightning's own bar is replaced
     lines = stream.getvalue().splitlines()
     assert lines[0].startswith("step 0/10 (0%)") and lines[0].endswith("started")
-    assert lines[-1].startswith("step 10/10 (100%)") and lines[-1].endswith("val 0.5 finished") and " loss " in lines[-1]
+    assert (
+        lines[-1].startswith("step 10/10 (100%)") and lines[-1].endswith("val 0.5 finished") and " loss " in lines[-1]
+    )
     # the clock is read once per step and once per line written: a line at every third step (30 s after the last)
     steps = [int(line.split()[1].split("/")[0]) for line in lines[1:-1]]
     assert steps == [3, 6, 9]

@@ -20,8 +20,10 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 INLINE_CODE = re.compile(r"`([^`\n]+)`")
 COMMAND_START = re.compile(r"^(make|\.venv/bin/xlstm-suite|xlstm-suite)( |$)")
 INLINE_COMMAND = re.compile(r"^(make|\.venv/bin/xlstm-suite|xlstm-suite) ")  # the program's name alone is no command
-SMOKE_TRAINING = ("trainer.max_steps=10 trainer.batch_size=8 trainer.val_every_steps=10 model.embedding_dim=16 "
-                  "task.val_samples=16 task.test_samples=16 task.eval_max_length=64")
+SMOKE_TRAINING = (
+    "trainer.max_steps=10 trainer.batch_size=8 trainer.val_every_steps=10 model.embedding_dim=16 "
+    "task.val_samples=16 task.test_samples=16 task.eval_max_length=64"
+)
 # Run by the slow test below, not the default one (minutes each).
 SLOW_COMMANDS = {"make bench": "make bench BENCH_FLAGS=--quick"}
 # Not run by a test of this suite, with the reason; `make -n` checks that the target exists.
@@ -60,8 +62,11 @@ def as_tested(command: str) -> str:
     """The command as this test runs it: smoke instead of mini, --dry-run for a sweep or prepare at paper scale or
     on SLURM, a smoke budget for a train run."""
     tested = command.replace("--scale mini", "--scale smoke").replace("SCALE=mini", "SCALE=smoke")
-    if re.match(r"^\.venv/bin/xlstm-suite (sweep|prepare)\b", tested) and \
-            ("--scale paper" in tested or "--launcher slurm" in tested) and "--dry-run" not in tested:
+    if (
+        re.match(r"^\.venv/bin/xlstm-suite (sweep|prepare)\b", tested)
+        and ("--scale paper" in tested or "--launcher slurm" in tested)
+        and "--dry-run" not in tested
+    ):
         tested += " --dry-run"
     if re.match(r"^\.venv/bin/xlstm-suite train\b", tested):
         tested += f" {SMOKE_TRAINING}"
@@ -106,8 +111,11 @@ def group_key(command: str) -> str | None:
     named = ARTIFACT_NAMED.search(command)
     if named is None:
         return None
-    overrides = [word for word in command.split() if "=" in word and not word.startswith(("-", "ARTIFACT=", "SCALE="))
-                 and not PLACEMENT_OVERRIDE.match(word)]
+    overrides = [
+        word
+        for word in command.split()
+        if "=" in word and not word.startswith(("-", "ARTIFACT=", "SCALE=")) and not PLACEMENT_OVERRIDE.match(word)
+    ]
     return " ".join([named.group(1), *overrides])
 
 
@@ -171,6 +179,7 @@ def test_every_readme_python_example_runs(repository, index):
 @pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(SLOW_COMMANDS))
 def test_every_long_readme_command_runs(repository, command, tmp_path):
-    finished = run_in(repository, SLOW_COMMANDS[command], user_environment(repository, tmp_path / "cache"),
-                      timeout=3600)
+    finished = run_in(
+        repository, SLOW_COMMANDS[command], user_environment(repository, tmp_path / "cache"), timeout=3600
+    )
     assert finished.returncode == 0, finished.output[-3000:]

@@ -16,8 +16,19 @@ SUFFIXES = [".md", ".csv", ".runs.csv", ".png", ".pdf"]
 
 
 def report_command(root: Path, destination: Path) -> list[str]:
-    return [sys.executable, "-m", "experiments.cli", "report", "sweep-fixture", "--scale", "smoke", "--root", str(root),
-            "--destination", str(destination)]
+    return [
+        sys.executable,
+        "-m",
+        "experiments.cli",
+        "report",
+        "sweep-fixture",
+        "--scale",
+        "smoke",
+        "--root",
+        str(root),
+        "--destination",
+        str(destination),
+    ]
 
 
 def report_files(destination: Path) -> dict[str, bytes]:
@@ -33,8 +44,16 @@ def two_reports(tmp_path_factory):
     """A store with 2 of the fixture's 6 runs done and its report (old), then all 6 done and their report (new)."""
     base = tmp_path_factory.mktemp("reports")
     root, old, new = base / "runs", base / "old", base / "new"
-    assert run_sweep(small_artifact(["xlstm_0_1"], tasks=["parity", "even_pairs"]), "smoke", jobs=1, root=root,
-                     run_function=RECORD_RUN) == 0
+    assert (
+        run_sweep(
+            small_artifact(["xlstm_0_1"], tasks=["parity", "even_pairs"]),
+            "smoke",
+            jobs=1,
+            root=root,
+            run_function=RECORD_RUN,
+        )
+        == 0
+    )
     subprocess.run(report_command(root, old), check=True, capture_output=True)
     assert run_sweep("sweep-fixture", "smoke", jobs=2, root=root, run_function=RECORD_RUN) == 0
     started = time.monotonic()
@@ -61,7 +80,9 @@ def test_a_report_killed_at_any_moment_leaves_the_old_report_or_the_new_one_whol
 def test_a_terminated_report_removes_its_staging_folder_at_once(two_reports, tmp_path):
     root, old, new, seconds = two_reports
     destination = tmp_path / "reports"
-    report = subprocess.Popen(report_command(root, destination), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    report = subprocess.Popen(
+        report_command(root, destination), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + 2 * seconds
     while not ((destination / "smoke").exists() and leftovers(destination)) and report.poll() is None:
         assert time.monotonic() < deadline, "the report never staged its files"

@@ -38,24 +38,41 @@ def test_every_report_kind_has_a_figure():
 
 
 BAD_REPORTS = [
-    ({"kind": "bars"}, "report.kind='bars' is not valid; valid choices: ['buckets', 'heatmap', 'lines', 'points', 'scaling', 'speed', 'table']"),
+    (
+        {"kind": "bars"},
+        "report.kind='bars' is not valid; valid choices: ['buckets', 'heatmap', 'lines', 'points', 'scaling', 'speed', 'table']",
+    ),
     ({"kind": "lines", "cells": ["model", SIZES], "metric": "val/accuracy"}, "report.x is missing"),
-    ({"kind": "lines", "cells": ["model"], "metric": "m", "x": SIZES},
-     "report.x='model.embedding_dim' must be one of the report's cells ['model']"),
-    ({"kind": "lines", "cells": ["model", SIZES], "metric": "m", "x": SIZES, "panel": "task"},
-     "unknown key report.panel; did you mean report.panels?"),
-    ({"kind": "lines", "cells": ["model", SIZES], "metric": "m", "x": SIZES, "rows": {"xLSTM": []}},
-     "report.rows={'xLSTM': []} must map each row's title to a non-empty list of model values"),
-    ({"kind": "lines", "cells": ["model", SIZES], "metric": "m", "x": SIZES, "rows": "task"},
-     "report.rows='task' must be one of the report's cells"),
-    ({"kind": "lines", "cells": ["model", SIZES], "metric": "m", "x": SIZES, "log_x": "yes"},
-     "report.log_x='yes' must be true or false"),
-    ({"kind": "points", "cells": ["model"], "metric": "val/mse", "confidence": 1.5},
-     "report.confidence=1.5 must be < 1, e.g. 0.99"),
+    (
+        {"kind": "lines", "cells": ["model"], "metric": "m", "x": SIZES},
+        "report.x='model.embedding_dim' must be one of the report's cells ['model']",
+    ),
+    (
+        {"kind": "lines", "cells": ["model", SIZES], "metric": "m", "x": SIZES, "panel": "task"},
+        "unknown key report.panel; did you mean report.panels?",
+    ),
+    (
+        {"kind": "lines", "cells": ["model", SIZES], "metric": "m", "x": SIZES, "rows": {"xLSTM": []}},
+        "report.rows={'xLSTM': []} must map each row's title to a non-empty list of model values",
+    ),
+    (
+        {"kind": "lines", "cells": ["model", SIZES], "metric": "m", "x": SIZES, "rows": "task"},
+        "report.rows='task' must be one of the report's cells",
+    ),
+    (
+        {"kind": "lines", "cells": ["model", SIZES], "metric": "m", "x": SIZES, "log_x": "yes"},
+        "report.log_x='yes' must be true or false",
+    ),
+    (
+        {"kind": "points", "cells": ["model"], "metric": "val/mse", "confidence": 1.5},
+        "report.confidence=1.5 must be < 1, e.g. 0.99",
+    ),
     ({"kind": "points", "cells": ["model"], "metric": "val/mse", "confidence": 0}, "report.confidence=0 must be > 0"),
     ({"kind": "heatmap", "cells": ["model", "task"]}, "report.metric is missing"),
-    ({"kind": "table", "cells": ["model"], "metric": "m", "paper_columns": {"c4": 4}},
-     "report.paper_columns={'c4': 4} must map each paper column (of paper.numbers.table) to the metric of ours"),
+    (
+        {"kind": "table", "cells": ["model"], "metric": "m", "paper_columns": {"c4": 4}},
+        "report.paper_columns={'c4': 4} must map each paper column (of paper.numbers.table) to the metric of ours",
+    ),
 ]
 
 
@@ -68,8 +85,12 @@ def test_a_bad_report_section_is_named(report, problem):
 
 def test_an_artifact_with_a_bad_report_is_refused_when_it_loads(tmp_path):
     broken = tmp_path / "broken.yaml"
-    broken.write_text(artifact_files()["sweep-fixture"].read_text()
-                      .replace("artifact: sweep-fixture", "artifact: broken").replace("kind: heatmap", "kind: heatmapp"))
+    broken.write_text(
+        artifact_files()["sweep-fixture"]
+        .read_text()
+        .replace("artifact: sweep-fixture", "artifact: broken")
+        .replace("kind: heatmap", "kind: heatmapp")
+    )
     with pytest.raises(ValueError, match=r"broken.yaml: report.kind='heatmapp' is not valid; valid choices"):
         artifact_from_yaml(broken)
 
@@ -92,16 +113,37 @@ def cells(models, tasks, sizes, values_of) -> pd.DataFrame:
                 values = tuple(values_of(model, task, size))
                 mean = sum(values) / len(values)
                 std = math.sqrt(sum((value - mean) ** 2 for value in values) / len(values))
-                rows.append({"model": model, "task": task, SIZES: size, "ours": mean, "std": std,
-                             "runs": len(values), "values": values, "note": ""})
+                rows.append(
+                    {
+                        "model": model,
+                        "task": task,
+                        SIZES: size,
+                        "ours": mean,
+                        "std": std,
+                        "runs": len(values),
+                        "values": values,
+                        "note": "",
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 def test_lines_put_one_line_per_model_in_each_row_and_panel_of_the_layout():
-    table = cells(["llama", "xlstm_1_0", "lstm"], ["cl64_kv4", "cl128_kv8"], [32, 64, 128],
-                  lambda model, task, size: (size / 128, size / 256))
-    layout = LinesReport(kind="lines", cells=["model", "task", SIZES], metric="val/accuracy", x=SIZES, panels="task",
-                         rows={"Attention": ["llama"], "Recurrent": ["lstm", "xlstm_1_0"]}, log_x=True)
+    table = cells(
+        ["llama", "xlstm_1_0", "lstm"],
+        ["cl64_kv4", "cl128_kv8"],
+        [32, 64, 128],
+        lambda model, task, size: (size / 128, size / 256),
+    )
+    layout = LinesReport(
+        kind="lines",
+        cells=["model", "task", SIZES],
+        metric="val/accuracy",
+        x=SIZES,
+        panels="task",
+        rows={"Attention": ["llama"], "Recurrent": ["lstm", "xlstm_1_0"]},
+        log_x=True,
+    )
     figure = lines_figure(layout, table, "title")
     axes = figure.axes
     assert len([ax for ax in axes if ax.get_lines()]) == 4  # 2 rows x 2 panels
@@ -117,16 +159,28 @@ def test_lines_put_one_line_per_model_in_each_row_and_panel_of_the_layout():
 
 def test_lines_can_put_a_row_of_panels_per_value_of_a_cell_key():
     """Experiment 2's layout: panels by the number of pairs, rows by the context length."""
-    table = cells(["xlstm_1_1", "rwkv5"], ["cl756_kv48", "cl2048_kv48", "cl2048_kv96"], [64, 128],
-                  lambda model, task, size: (0.5,))
+    table = cells(
+        ["xlstm_1_1", "rwkv5"],
+        ["cl756_kv48", "cl2048_kv48", "cl2048_kv96"],
+        [64, 128],
+        lambda model, task, size: (0.5,),
+    )
     table["context"] = table["task"].str.extract(r"cl(\d+)", expand=False).astype(int)
     table["pairs"] = table["task"].str.extract(r"kv(\d+)", expand=False).astype(int)
-    layout = LinesReport(kind="lines", cells=["model", "context", "pairs", SIZES], metric="val/accuracy", x=SIZES,
-                         panels="pairs", rows="context")
+    layout = LinesReport(
+        kind="lines",
+        cells=["model", "context", "pairs", SIZES],
+        metric="val/accuracy",
+        x=SIZES,
+        panels="pairs",
+        rows="context",
+    )
     figure = lines_figure(layout, table, "title")
     drawn = [ax for ax in figure.axes if ax.get_lines()]
     assert len(figure.axes) == 4 and len(drawn) == 3  # rows 756 and 2048 x panels 48 and 96; 756 has no kv 96
-    assert figure.axes[0].get_ylabel().startswith("context=756") and figure.axes[2].get_ylabel().startswith("context=2048")
+    assert figure.axes[0].get_ylabel().startswith("context=756") and figure.axes[2].get_ylabel().startswith(
+        "context=2048"
+    )
     assert [line.get_label() for line in figure.axes[3].get_lines()] == ["xLSTM[1:1]", "RWKV-5"]
     plt.close(figure)
 
@@ -147,8 +201,14 @@ def test_points_show_each_models_mean_with_its_interval():
 
 
 def test_a_table_draws_its_cells_as_bars_beside_the_papers_in_the_papers_order():
-    table = pd.DataFrame({"model": ["llama", "xlstm_1_0", "mamba", "rwkv4"], "optim.lr": [1e-3, 1e-3, 1e-3, 1e-3],
-                          "ours": [300.0, 280.0, 350.0, 400.0], "paper": [15.73, 13.48, float("nan"), 14.2]})
+    table = pd.DataFrame(
+        {
+            "model": ["llama", "xlstm_1_0", "mamba", "rwkv4"],
+            "optim.lr": [1e-3, 1e-3, 1e-3, 1e-3],
+            "ours": [300.0, 280.0, 350.0, 400.0],
+            "paper": [15.73, 13.48, float("nan"), 14.2],
+        }
+    )
     layout = TableReport(kind="table", cells=["model", "optim.lr"], metric="val/perplexity")
     figure = table_figure(layout, table, "title")
     paper_axes, ours_axes = figure.axes
@@ -169,8 +229,9 @@ def test_a_table_draws_its_cells_as_bars_beside_the_papers_in_the_papers_order()
 
 def test_a_table_panel_spanning_a_decade_draws_its_bars_on_a_log_axis():
     """Table ablstudies: the vanilla LSTM's 2417.86 beside xLSTM[7:1]'s 13.48; ours span less than ten times."""
-    table = pd.DataFrame({"model": ["xlstm_7_1", "lstm_block", "lstm"], "ours": [220.0, 212.3, 808.4],
-                          "paper": [13.48, 26.01, 2417.86]})
+    table = pd.DataFrame(
+        {"model": ["xlstm_7_1", "lstm_block", "lstm"], "ours": [220.0, 212.3, 808.4], "paper": [13.48, 26.01, 2417.86]}
+    )
     figure = table_figure(TableReport(kind="table", cells=["model"], metric="val/perplexity"), table, "title")
     paper_axes, ours_axes = figure.axes
     assert (paper_axes.get_xscale(), ours_axes.get_xscale()) == ("log", "log")  # the paper's scale is ours
@@ -182,8 +243,14 @@ def test_a_table_panel_spanning_a_decade_draws_its_bars_on_a_log_axis():
 
 
 def test_the_order_of_our_cells_is_compared_with_the_papers_pair_by_pair():
-    table = pd.DataFrame({"model": ["llama", "xlstm_1_0", "mamba", "rwkv4"], "optim.lr": [1e-3, 1e-3, 1e-3, 4e-4],
-                          "ours": [300.0, 280.0, 350.0, 250.0], "paper": [15.73, 13.48, 14.0, float("nan")]})
+    table = pd.DataFrame(
+        {
+            "model": ["llama", "xlstm_1_0", "mamba", "rwkv4"],
+            "optim.lr": [1e-3, 1e-3, 1e-3, 4e-4],
+            "ours": [300.0, 280.0, 350.0, 250.0],
+            "paper": [15.73, 13.48, 14.0, float("nan")],
+        }
+    )
     names = cell_names(table, ["model", "optim.lr"])
     assert names == ["Llama lr=0.001", "xLSTM[1:0] lr=0.001", "Mamba lr=0.001", "RWKV-4 lr=0.0004"]
     found = ordering(table, names, "min", [])
@@ -218,8 +285,9 @@ scales:
 """)
 
 
-@pytest.mark.parametrize("kind, layout, figure", [("lines", f", x: {SIZES}, panels: task", True), ("table", "", True),
-                                                  ("scaling", "", True)])
+@pytest.mark.parametrize(
+    "kind, layout, figure", [("lines", f", x: {SIZES}, panels: task", True), ("table", "", True), ("scaling", "", True)]
+)
 def test_the_artifact_picks_the_kind_of_its_report(tmp_path, monkeypatch, kind, layout, figure):
     monkeypatch.setenv("XLSTM_SUITE_ARTIFACTS", str(tmp_path))
     size_sweep_artifact(tmp_path, kind, layout)

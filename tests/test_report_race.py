@@ -46,8 +46,9 @@ def stores(tmp_path_factory):
     return store(base / "six", 6), store(base / "two", 2)
 
 
-def test_a_report_with_fewer_cells_finishing_after_one_with_more_does_not_replace_it(stores, tmp_path, capsys,
-                                                                                       monkeypatch):
+def test_a_report_with_fewer_cells_finishing_after_one_with_more_does_not_replace_it(
+    stores, tmp_path, capsys, monkeypatch
+):
     """The report of 2 cells finds no report to keep and draws its figure; the report of 6 cells is written before it
     writes its page (in between, as a concurrent one would); at the moment of replacement it keeps the 6 cells, says
     so and exits 1. (Figures are drawn but not saved: the race is the point.)"""
@@ -63,20 +64,25 @@ def test_a_report_with_fewer_cells_finishing_after_one_with_more_does_not_replac
         return render(*arguments, **keywords)
 
     monkeypatch.setattr(report, "markdown", another_report_finishes_first)
-    arguments = argparse.Namespace(artifact="sweep-fixture", scale="smoke", root=two, destination=destination,
-                                   overrides=[], force=False)
+    arguments = argparse.Namespace(
+        artifact="sweep-fixture", scale="smoke", root=two, destination=destination, overrides=[], force=False
+    )
     assert report.report_command(arguments, {"sweep-fixture": RUNS}) == 1
     assert finished_cells(destination) == 6
-    assert (f"skipped sweep-fixture (smoke): not written: another report replaced it meanwhile; kept "
-            f"{destination / 'smoke' / 'sweep-fixture.md'}: it has 6 finished cells, this report would have 2 of 6; "
-            "finish the missing runs, or pass --force to replace it") in " ".join(capsys.readouterr().out.split())
+    assert (
+        f"skipped sweep-fixture (smoke): not written: another report replaced it meanwhile; kept "
+        f"{destination / 'smoke' / 'sweep-fixture.md'}: it has 6 finished cells, this report would have 2 of 6; "
+        "finish the missing runs, or pass --force to replace it"
+    ) in " ".join(capsys.readouterr().out.split())
     assert [path.name for path in (destination / "smoke").iterdir() if path.name.startswith(".")] == []  # no staging
 
 
 def test_the_lock_on_a_report_folder_excludes_other_processes_until_released(tmp_path):
-    try_lock = ("import fcntl, os, sys\ndescriptor = os.open(sys.argv[1], os.O_RDONLY)\n"
-                "try:\n    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)\nexcept BlockingIOError:\n"
-                "    sys.exit(3)\n")
+    try_lock = (
+        "import fcntl, os, sys\ndescriptor = os.open(sys.argv[1], os.O_RDONLY)\n"
+        "try:\n    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)\nexcept BlockingIOError:\n"
+        "    sys.exit(3)\n"
+    )
 
     def other_process_locks() -> int:
         return subprocess.run([sys.executable, "-c", try_lock, str(tmp_path)]).returncode
@@ -92,9 +98,16 @@ def test_two_reports_started_together_leave_the_one_with_more_cells(stores, tmp_
     six, two = stores
     for round_ in range(3):
         destination = tmp_path / f"round-{round_}"
-        reports = [subprocess.Popen([sys.executable, "-m", "experiments.cli", "report", *report_arguments(root, destination)],
-                                    cwd=REPOSITORY_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                   for root in (six, two)]
+        reports = [
+            subprocess.Popen(
+                [sys.executable, "-m", "experiments.cli", "report", *report_arguments(root, destination)],
+                cwd=REPOSITORY_ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for root in (six, two)
+        ]
         outputs = [report.communicate(timeout=300)[0] for report in reports]
         assert reports[0].returncode == 0, outputs[0]
         assert finished_cells(destination) == 6

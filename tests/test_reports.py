@@ -30,8 +30,12 @@ NO_TORCH = ["trainer.num_threads=null"]
 
 
 def sweep(root, models=("xlstm_0_1", "xlstm_1_0", "xlstm_1_1"), tasks=("parity", "even_pairs")):
-    assert run_sweep(small_artifact(models, tasks), "smoke", jobs=1, overrides=NO_TORCH, root=root,
-                     run_function=RECORD_RUN) == 0
+    assert (
+        run_sweep(
+            small_artifact(models, tasks), "smoke", jobs=1, overrides=NO_TORCH, root=root, run_function=RECORD_RUN
+        )
+        == 0
+    )
 
 
 def report(root, destination, force=False):
@@ -51,8 +55,17 @@ def test_an_artifact_without_finished_runs_writes_nothing(tmp_path):
 
 @pytest.mark.slow  # 34 s (plans every artifact twice); README's `report all` runs its written path by default
 def test_report_all_skips_empty_artifacts_and_fails_only_when_it_wrote_nothing(tmp_path, capsys):
-    arguments = ["report", "all", "--scale", "smoke", "--root", str(tmp_path / "runs"),
-                 "--destination", str(tmp_path / "reports"), *NO_TORCH]
+    arguments = [
+        "report",
+        "all",
+        "--scale",
+        "smoke",
+        "--root",
+        str(tmp_path / "runs"),
+        "--destination",
+        str(tmp_path / "reports"),
+        *NO_TORCH,
+    ]
     assert cli_main(arguments) == 1
     skipped = [line for line in capsys.readouterr().out.splitlines() if line.startswith("skipped")]
     assert len(skipped) >= 3 and all("nothing written" in line for line in skipped)
@@ -75,8 +88,9 @@ def test_a_report_with_fewer_finished_cells_keeps_the_existing_one_unless_forced
     kept = report(tmp_path / "fewer", tmp_path / "reports")
     assert kept.status == "kept"
     assert "it has 6 finished cells, this report would have 2 of 6" in kept.message and "--force" in kept.message
-    assert {name: data for name, data in files(tmp_path / "reports").items() if not name.endswith(".runs.csv")} == \
-        {name: data for name, data in before.items() if not name.endswith(".runs.csv")}
+    assert {name: data for name, data in files(tmp_path / "reports").items() if not name.endswith(".runs.csv")} == {
+        name: data for name, data in before.items() if not name.endswith(".runs.csv")
+    }
     forced = report(tmp_path / "fewer", tmp_path / "reports", force=True)
     assert forced.status == "written"
     assert pd.read_csv(stem.with_suffix(".csv"))["ours"].notna().sum() == 2
@@ -105,8 +119,14 @@ def test_committed_rows_of_other_configs_stand_in_for_nothing(tmp_path):
 
 
 def frame(statuses, **metrics):
-    rows = pd.DataFrame({"model": ["a"] * len(statuses), "run_id": [f"id{index}" for index in range(len(statuses))],
-                         "status": statuses, "error": [None] * len(statuses)})
+    rows = pd.DataFrame(
+        {
+            "model": ["a"] * len(statuses),
+            "run_id": [f"id{index}" for index in range(len(statuses))],
+            "status": statuses,
+            "error": [None] * len(statuses),
+        }
+    )
     for name, values in metrics.items():
         rows[name] = values
     return rows
@@ -145,10 +165,21 @@ def judged(finding, table, metric="test/scaled_accuracy", **context):
 
 
 def test_a_finding_is_checked_model_by_model_and_run_by_run():
-    finding, = findings_of(load_artifact("formal-main").paper)
-    _, rows = judged(finding, parity_table({"lstm": [1.0, 0.95, 0.9], "xlstm_0_1": [0.3, 0.95, 1.0],
-                                            "xlstm_1_1": [0.2], "llama": [0.01, 0.02, 0.5], "xlstm_1_0": [0.97, 0.89],
-                                            "retnet": [0.91, 0.93], "lstm_block": []}))
+    (finding,) = findings_of(load_artifact("formal-main").paper)
+    _, rows = judged(
+        finding,
+        parity_table(
+            {
+                "lstm": [1.0, 0.95, 0.9],
+                "xlstm_0_1": [0.3, 0.95, 1.0],
+                "xlstm_1_1": [0.2],
+                "llama": [0.01, 0.02, 0.5],
+                "xlstm_1_0": [0.97, 0.89],
+                "retnet": [0.91, 0.93],
+                "lstm_block": [],
+            }
+        ),
+    )
     assert rows["LSTM"] == ("solved", "3 of 3", "yes")
     assert rows["xLSTM[0:1]"] == ("mixed", "2 of 3", "partly")
     assert rows["xLSTM[1:1]"] == ("unsolved", "0 of 1", "no")
@@ -161,20 +192,28 @@ def test_a_finding_is_checked_model_by_model_and_run_by_run():
 
 def test_a_finding_page_counts_the_runs_that_solve(formal_main_smoke):
     artifact, runs = formal_main_smoke
-    finding, = findings_of(artifact.paper)
-    table = parity_table({"lstm": [1.0, 0.95, 0.9], "xlstm_0_1": [0.3, 0.95, 1.0], "llama": [0.01, 0.2, 0.5],
-                          "xlstm_1_1": []})
+    (finding,) = findings_of(artifact.paper)
+    table = parity_table(
+        {"lstm": [1.0, 0.95, 0.9], "xlstm_0_1": [0.3, 0.95, 1.0], "llama": [0.01, 0.2, 0.5], "xlstm_1_1": []}
+    )
     checked, _ = judged(finding, table)
     page = checked_markdown(finding, checked)
     assert "| xLSTM[0:1] | solved | mixed | 2 of 3 | 0.300, 0.950, 1.000 | partly |" in page
     assert "| Llama | unsolved | unsolved | 0 of 3 | 0.010, 0.200, 0.500 | yes |" in page
     assert "| xLSTM[1:1] | solved | no finished run |  |  | - |" in page
-    assert "**The finding holds partly** at this scale: ours agrees for 2 of the 3 models with results at this " \
-           "scale; partly (solved in some runs, not all) for xLSTM[0:1]." in page
+    assert (
+        "**The finding holds partly** at this scale: ours agrees for 2 of the 3 models with results at this "
+        "scale; partly (solved in some runs, not all) for xLSTM[0:1]." in page
+    )
 
 
-NNS_FINDING = {"quote": "xLSTM overcomes this limitation", "source": "Figure 1", "where": {"task": "nns"},
-               "than": "lstm", "expect": {"below": ["xlstm_0_1", "xlstm_1_0", "xlstm_1_1"], "above": ["llama"]}}
+NNS_FINDING = {
+    "quote": "xLSTM overcomes this limitation",
+    "source": "Figure 1",
+    "where": {"task": "nns"},
+    "than": "lstm",
+    "expect": {"below": ["xlstm_0_1", "xlstm_1_0", "xlstm_1_1"], "above": ["llama"]},
+}
 
 
 def nns_table(values):
@@ -182,9 +221,16 @@ def nns_table(values):
 
 
 def test_a_comparison_finding_judges_each_run_against_the_other_models_mean():
-    finding, = findings_of({"findings": [NNS_FINDING]})
-    table = nns_table({"lstm": [0.06, 0.08], "xlstm_0_1": [0.01, 0.02], "xlstm_1_0": [0.05, 0.09], "xlstm_1_1": [0.08],
-                       "llama": [0.01]})
+    (finding,) = findings_of({"findings": [NNS_FINDING]})
+    table = nns_table(
+        {
+            "lstm": [0.06, 0.08],
+            "xlstm_0_1": [0.01, 0.02],
+            "xlstm_1_0": [0.05, 0.09],
+            "xlstm_1_1": [0.08],
+            "llama": [0.01],
+        }
+    )
     checked, rows = judged(finding, table, metric="val/mse")
     assert rows["xLSTM[0:1]"] == ("below", "2 of 2", "yes")
     assert rows["xLSTM[1:0]"] == ("mixed", "1 of 2", "partly")
@@ -199,20 +245,26 @@ def test_a_comparison_finding_judges_each_run_against_the_other_models_mean():
 
 def test_a_comparison_with_intervals_agrees_fully_only_where_the_intervals_are_apart():
     """Below in every run, but within the spread of the runs: the intervals of a points figure decide."""
-    finding, = findings_of({"findings": [NNS_FINDING | {"expect": {"below": ["xlstm_0_1", "xlstm_1_0"]}}]})
-    table = nns_table({"lstm": [0.0741, 0.0743, 0.0740], "xlstm_0_1": [0.0716, 0.0717, 0.0720],
-                       "xlstm_1_0": [0.0730, 0.0739, 0.0720]})
+    (finding,) = findings_of({"findings": [NNS_FINDING | {"expect": {"below": ["xlstm_0_1", "xlstm_1_0"]}}]})
+    table = nns_table(
+        {"lstm": [0.0741, 0.0743, 0.0740], "xlstm_0_1": [0.0716, 0.0717, 0.0720], "xlstm_1_0": [0.0730, 0.0739, 0.0720]}
+    )
     checked, rows = judged(finding, table, metric="val/mse", confidence=0.99)
     assert rows["xLSTM[0:1]"][2] == "yes" and rows["xLSTM[1:0]"][2] == "partly"
     assert checked.holds == "holds partly"
     assert "99% t-interval" in checked.header and "apart from LSTM's" in checked.header
 
 
-@pytest.mark.parametrize("change, message", [({"than": None}, "needs 'than'"),
-                                             ({"expect": {"below": ["a"], "solved": ["b"]}}, "not both"),
-                                             ({"than": None, "expect": {"solved": ["a"]}}, "needs a 'threshold'"),
-                                             ({"order": "paper"}, "names one check"),
-                                             ({"expectt": {}}, "keys \\['expectt'\\] are not valid")])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"than": None}, "needs 'than'"),
+        ({"expect": {"below": ["a"], "solved": ["b"]}}, "not both"),
+        ({"than": None, "expect": {"solved": ["a"]}}, "needs a 'threshold'"),
+        ({"order": "paper"}, "names one check"),
+        ({"expectt": {}}, "keys \\['expectt'\\] are not valid"),
+    ],
+)
 def test_a_finding_states_what_its_expectations_need(change, message):
     with pytest.raises(ValueError, match=message):
         findings_of({"findings": [NNS_FINDING | change]})
@@ -226,9 +278,18 @@ def formal_main_smoke():
 
 def smoke_table(artifact, runs, values):
     """The smoke cell table with the given (model, task) -> value, other cells missing."""
-    frame = pd.DataFrame([{**run.cell, "status": "done" if (run.cell["model"], run.cell["task"]) in values else "missing",
-                           "unavailable": None, "val/scaled_accuracy": 0.0,
-                           "test/scaled_accuracy": values.get((run.cell["model"], run.cell["task"]))} for run in runs])
+    frame = pd.DataFrame(
+        [
+            {
+                **run.cell,
+                "status": "done" if (run.cell["model"], run.cell["task"]) in values else "missing",
+                "unavailable": None,
+                "val/scaled_accuracy": 0.0,
+                "test/scaled_accuracy": values.get((run.cell["model"], run.cell["task"])),
+            }
+            for run in runs
+        ]
+    )
     return cell_table(artifact, frame)
 
 
@@ -258,8 +319,9 @@ def test_the_page_uses_the_papers_names_and_says_the_paper_prints_no_number(form
 
 def test_the_colour_scale_covers_scaled_accuracy_from_minus_one_to_one(formal_main_smoke):
     artifact, runs = formal_main_smoke
-    table = smoke_table(artifact, runs, {("llama", "parity"): -1.0, ("llama", "even_pairs"): 0.0,
-                                         ("lstm", "parity"): 1.0})
+    table = smoke_table(
+        artifact, runs, {("llama", "parity"): -1.0, ("llama", "even_pairs"): 0.0, ("lstm", "parity"): 1.0}
+    )
     figure = report_figure(artifact, table, "title")
     mesh = figure.axes[0].collections[0]
     assert mesh.get_clim() == (-1.0, 1.0)
@@ -272,24 +334,44 @@ def test_the_colour_scale_covers_scaled_accuracy_from_minus_one_to_one(formal_ma
 
 def test_an_artifact_file_with_an_unknown_key_is_refused(tmp_path):
     broken = tmp_path / "broken.yaml"
-    broken.write_text(artifact_files()[FIXTURE].read_text().replace("artifact: sweep-fixture", "artifact: broken\nreports: {}"))
+    broken.write_text(
+        artifact_files()[FIXTURE].read_text().replace("artifact: sweep-fixture", "artifact: broken\nreports: {}")
+    )
     with pytest.raises(ValueError, match=r"unknown keys \['reports'\]; valid keys: \['artifact', 'title'"):
         artifact_from_yaml(broken)
 
 
 def test_the_fixture_report_keeps_the_paper_column_empty_without_a_note():
     artifact = dataclasses.replace(load_artifact(FIXTURE), paper={})
-    table = pd.DataFrame({"model": ["xlstm_0_1"], "task": ["parity"], "ours": [0.5], "std": [0.0], "paper": [float("nan")],
-                          "runs": [1], "note": [""]})
+    table = pd.DataFrame(
+        {
+            "model": ["xlstm_0_1"],
+            "task": ["parity"],
+            "ours": [0.5],
+            "std": [0.0],
+            "paper": [float("nan")],
+            "runs": [1],
+            "note": [""],
+        }
+    )
     assert "no number" not in cells_markdown(artifact, table)
 
 
 def test_a_cell_of_several_seeds_shows_its_mean_spread_and_how_many_seeds_solve_it(formal_main_smoke):
     artifact, runs = formal_main_smoke
-    seeds = [{**run.cell, "seed": seed, "status": "done", "unavailable": None, "val/scaled_accuracy": 0.0,
-              "test/scaled_accuracy": value}
-             for run in runs if (run.cell["model"], run.cell["task"]) == ("lstm", "parity")
-             for seed, value in enumerate([1.0, 0.95, 0.2])]
+    seeds = [
+        {
+            **run.cell,
+            "seed": seed,
+            "status": "done",
+            "unavailable": None,
+            "val/scaled_accuracy": 0.0,
+            "test/scaled_accuracy": value,
+        }
+        for run in runs
+        if (run.cell["model"], run.cell["task"]) == ("lstm", "parity")
+        for seed, value in enumerate([1.0, 0.95, 0.2])
+    ]
     single = {**seeds[0], "model": "llama", "test/scaled_accuracy": 0.016}
     table = cell_table(artifact, pd.DataFrame([*seeds, single]))
     lstm = table.set_index(["model", "task"]).loc[("lstm", "parity")]
@@ -311,19 +393,26 @@ def test_a_cell_of_several_seeds_shows_its_mean_spread_and_how_many_seeds_solve_
 def test_a_scales_reading_is_on_its_page_and_an_unknown_scale_key_is_refused(formal_main_smoke, tmp_path):
     artifact, runs = formal_main_smoke
     table = smoke_table(artifact, runs, {("lstm", "parity"): 1.0})
-    read = dataclasses.replace(artifact, scales={**artifact.scales, "smoke": {**artifact.scales["smoke"],
-                                                                            "reading": "Ten steps show nothing."}})
+    read = dataclasses.replace(
+        artifact,
+        scales={**artifact.scales, "smoke": {**artifact.scales["smoke"], "reading": "Ten steps show nothing."}},
+    )
     assert "\nTen steps show nothing.\n" in markdown(read, runs, table, "smoke", None, [], [])
     assert "Ten steps" not in markdown(artifact, runs, table, "smoke", None, [], [])
-    with_budget = dataclasses.replace(artifact, scales={**artifact.scales, "mini": {
-        "reading": {"note": "A note.", "budget": "ten times the steps."}}})
+    with_budget = dataclasses.replace(
+        artifact, scales={**artifact.scales, "mini": {"reading": {"note": "A note.", "budget": "ten times the steps."}}}
+    )
     page = markdown(with_budget, runs, table, "mini", None, [], findings_of(artifact.paper))
     assert "\nA note.\n" in page and "The budget that would show it" not in page  # LSTM solves parity: it shows
     not_shown = smoke_table(artifact, runs, {("llama", "parity"): 1.0})  # the paper: Llama does not solve it
     page = markdown(with_budget, runs, not_shown, "mini", None, [], findings_of(artifact.paper))
     assert "**Does it show here?** **No**" in page and "The budget that would show it: ten times the steps." in page
     broken = tmp_path / "broken.yaml"
-    broken.write_text(artifact_files()[FIXTURE].read_text().replace("artifact: sweep-fixture", "artifact: broken")
-                      .replace("  smoke:\n    grid:", "  smoke:\n    readin: x\n    grid:"))
+    broken.write_text(
+        artifact_files()[FIXTURE]
+        .read_text()
+        .replace("artifact: sweep-fixture", "artifact: broken")
+        .replace("  smoke:\n    grid:", "  smoke:\n    readin: x\n    grid:")
+    )
     with pytest.raises(ValueError, match=r"scales.smoke: unknown keys \['readin'\]; valid keys: \['evaluates', 'grid'"):
         artifact_from_yaml(broken)

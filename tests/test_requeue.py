@@ -13,20 +13,41 @@ from experiments.config.configuration import compose_run_config
 from experiments.stop_signals import REQUEUE_SIGNAL, Stopped, requeue_requested, stop_signals_raise
 from experiments.training.train import run_training
 
-TINY = ["model=xlstm_1_0", "task=parity", "model.embedding_dim=16", "model.num_blocks=1", "trainer.batch_size=4",
-        "trainer.num_threads=1", "trainer.accelerator=cpu", "trainer.max_steps=4", "task.val_samples=8",
-        "task.test_samples=8"]
-SLURM_TASK = {"SLURM_JOB_ID": "4321", "SLURM_JOB_NAME": "test", "SLURM_NTASKS": "1", "SLURM_NTASKS_PER_NODE": "1",
-              "SLURM_NNODES": "1", "SLURM_PROCID": "0", "SLURM_LOCALID": "0", "SLURM_NODEID": "0",
-              "SLURM_NODELIST": "localhost"}
+TINY = [
+    "model=xlstm_1_0",
+    "task=parity",
+    "model.embedding_dim=16",
+    "model.num_blocks=1",
+    "trainer.batch_size=4",
+    "trainer.num_threads=1",
+    "trainer.accelerator=cpu",
+    "trainer.max_steps=4",
+    "task.val_samples=8",
+    "task.test_samples=8",
+]
+SLURM_TASK = {
+    "SLURM_JOB_ID": "4321",
+    "SLURM_JOB_NAME": "test",
+    "SLURM_NTASKS": "1",
+    "SLURM_NTASKS_PER_NODE": "1",
+    "SLURM_NNODES": "1",
+    "SLURM_PROCID": "0",
+    "SLURM_LOCALID": "0",
+    "SLURM_NODEID": "0",
+    "SLURM_NODELIST": "localhost",
+}
 
 
-@pytest.mark.parametrize("val_every_steps, stopped_at", [
-    (2, 1),  # the end of step 1, no validation due
-    pytest.param(1, 1, marks=pytest.mark.slow),  # a validation after every step: the end of the first one
-])
+@pytest.mark.parametrize(
+    "val_every_steps, stopped_at",
+    [
+        (2, 1),  # the end of step 1, no validation due
+        pytest.param(1, 1, marks=pytest.mark.slow),  # a validation after every step: the end of the first one
+    ],
+)
 def test_a_run_signalled_to_requeue_saves_at_the_next_boundary_and_its_next_attempt_ends_as_uninterrupted(
-        tmp_path, monkeypatch, val_every_steps, stopped_at):
+    tmp_path, monkeypatch, val_every_steps, stopped_at
+):
     for name, value in SLURM_TASK.items():
         monkeypatch.setenv(name, value)
     config = compose_run_config([*TINY, f"trainer.val_every_steps={val_every_steps}"])

@@ -27,21 +27,64 @@ from tests.sweep_fakes import small_artifact
 
 TINY = ["trainer.num_threads=1", "model.embedding_dim=16", "model.num_blocks=2"]
 # 8 steps validated every 3: a resume from step 4 or 5 still has a validation (step 6) and the final steps ahead
-PARITY = [*TINY, "model=xlstm_1_0", "task=parity", "trainer.max_steps=8", "trainer.val_every_steps=3",
-          "trainer.batch_size=4", "task.val_samples=8", "task.test_samples=8", "task.eval_max_length=48",
-          "optim.lr=1e-2"]
+PARITY = [
+    *TINY,
+    "model=xlstm_1_0",
+    "task=parity",
+    "trainer.max_steps=8",
+    "trainer.val_every_steps=3",
+    "trainer.batch_size=4",
+    "task.val_samples=8",
+    "task.test_samples=8",
+    "task.eval_max_length=48",
+    "optim.lr=1e-2",
+]
 # 3 batches per epoch: the resumed run starts inside the second epoch's order
-MQAR = [*TINY, "model=xlstm_1_0", "task=mqar", "task.context_length=16", "task.num_kv_pairs=2",
-        "task.train_samples=24", "task.val_samples=8", "task.test_samples=8", "trainer.max_steps=8",
-        "trainer.val_every_steps=3", "trainer.batch_size=8", "optim.lr=1e-2"]
+MQAR = [
+    *TINY,
+    "model=xlstm_1_0",
+    "task=mqar",
+    "task.context_length=16",
+    "task.num_kv_pairs=2",
+    "task.train_samples=24",
+    "task.val_samples=8",
+    "task.test_samples=8",
+    "trainer.max_steps=8",
+    "trainer.val_every_steps=3",
+    "trainer.batch_size=8",
+    "optim.lr=1e-2",
+]
 # one class per sequence, pooled over padded sequences of varying length; 3 batches per epoch as MQAR
-LISTOPS = [*TINY, "model=xlstm_1_0", "task=lra_listops", "task.max_depth=4", "task.max_args=4", "task.min_length=6",
-           "task.max_length=40", "task.train_samples=24", "task.val_samples=8", "task.test_samples=8",
-           "trainer.max_steps=8", "trainer.val_every_steps=3", "trainer.batch_size=8", "optim.lr=1e-2"]
+LISTOPS = [
+    *TINY,
+    "model=xlstm_1_0",
+    "task=lra_listops",
+    "task.max_depth=4",
+    "task.max_args=4",
+    "task.min_length=6",
+    "task.max_length=40",
+    "task.train_samples=24",
+    "task.val_samples=8",
+    "task.test_samples=8",
+    "trainer.max_steps=8",
+    "trainer.val_every_steps=3",
+    "trainer.batch_size=8",
+    "optim.lr=1e-2",
+]
 # warm-up over 2 steps, then the cosine: the resumed schedule must continue where it stopped
-LM = [*TINY, "model=llama", "task=lm_sample", "optim=adamw_lm", "optim.warmup_steps=2", "trainer.max_steps=8",
-      "trainer.val_every_steps=3", "trainer.batch_size=4", "task.context_length=16", "task.val_sequences=4",
-      "task.test_sequences=4"]
+LM = [
+    *TINY,
+    "model=llama",
+    "task=lm_sample",
+    "optim=adamw_lm",
+    "optim.warmup_steps=2",
+    "trainer.max_steps=8",
+    "trainer.val_every_steps=3",
+    "trainer.batch_size=4",
+    "task.context_length=16",
+    "task.val_sequences=4",
+    "task.test_sequences=4",
+]
 
 
 def planned(overrides: list[str]) -> PlannedRun:
@@ -55,25 +98,33 @@ def state_dict(run_dir) -> dict[str, torch.Tensor]:
 
 def assert_equal_runs(resumed, uninterrupted) -> None:
     """Weights after the final step, the metrics of result.json (less the wall time) and metrics.csv."""
-    metrics = [{name: value for name, value in finished_result(run_dir)["metrics"].items() if name != "train/seconds"}
-               for run_dir in (resumed, uninterrupted)]
+    metrics = [
+        {name: value for name, value in finished_result(run_dir)["metrics"].items() if name != "train/seconds"}
+        for run_dir in (resumed, uninterrupted)
+    ]
     assert metrics[0] == metrics[1]
     weights = [state_dict(run_dir) for run_dir in (resumed, uninterrupted)]
     assert weights[0].keys() == weights[1].keys()
     assert all(torch.equal(weights[0][name], weights[1][name]) for name in weights[1])
     assert (resumed / METRICS_FILE).read_text() == (uninterrupted / METRICS_FILE).read_text()
     assert sorted(path.name for path in (resumed / "checkpoints").iterdir()) == sorted(
-        path.name for path in (uninterrupted / "checkpoints").iterdir())
+        path.name for path in (uninterrupted / "checkpoints").iterdir()
+    )
 
 
-@pytest.mark.parametrize("overrides, every_steps, kill_at, resumed_at", [
-    (PARITY, 1, 5, 4),  # checkpoints at every step: the last one before the kill
-    (MQAR, 2, 6, 4),  # every 2 steps: step 4 (the kill at step 6 comes before that step's checkpoint)
-    (LM, 2, 5, 4),
-    (LISTOPS, 2, 6, 4),
-], ids=["formal_language", "mqar", "lm", "lra_listops"])
-def test_a_killed_run_resumes_and_ends_as_an_uninterrupted_run(tmp_path, monkeypatch, capsys, overrides, every_steps,
-                                                                kill_at, resumed_at):
+@pytest.mark.parametrize(
+    "overrides, every_steps, kill_at, resumed_at",
+    [
+        (PARITY, 1, 5, 4),  # checkpoints at every step: the last one before the kill
+        (MQAR, 2, 6, 4),  # every 2 steps: step 4 (the kill at step 6 comes before that step's checkpoint)
+        (LM, 2, 5, 4),
+        (LISTOPS, 2, 6, 4),
+    ],
+    ids=["formal_language", "mqar", "lm", "lra_listops"],
+)
+def test_a_killed_run_resumes_and_ends_as_an_uninterrupted_run(
+    tmp_path, monkeypatch, capsys, overrides, every_steps, kill_at, resumed_at
+):
     run = planned([*overrides, f"+trainer.checkpoint_every_steps={every_steps}"])
     assert execute_run(run, tmp_path / "uninterrupted").status == "done"
     monkeypatch.setenv(FAIL_AFTER_STEPS_VARIABLE, str(kill_at))
@@ -93,8 +144,12 @@ def test_a_killed_run_resumes_and_ends_as_an_uninterrupted_run(tmp_path, monkeyp
 @pytest.mark.slow  # two sweeps, each a worker process that imports torch and Lightning
 def test_the_sweep_reruns_a_killed_run_from_its_checkpoint(tmp_path, monkeypatch):
     artifact = small_artifact(["xlstm_1_0"])
-    overrides = ["trainer.max_steps=6", "trainer.val_every_steps=2", "+trainer.checkpoint_every_steps=1",
-                 "trainer.num_threads=1"]
+    overrides = [
+        "trainer.max_steps=6",
+        "trainer.val_every_steps=2",
+        "+trainer.checkpoint_every_steps=1",
+        "trainer.num_threads=1",
+    ]
     [run] = artifact.runs("smoke", overrides)
     assert execute_run(run, tmp_path / "uninterrupted").status == "done"  # what a worker runs, in this process
     monkeypatch.setenv(FAIL_AFTER_STEPS_VARIABLE, "4")  # the workers inherit the environment
@@ -155,8 +210,11 @@ def test_a_damaged_last_checkpoint_is_reported_and_the_run_resumes_from_its_best
     assert execute_run(run, tmp_path / "killed").status == "done"
     output = capsys.readouterr().out
     [line, resumed] = [line for line in output.splitlines() if "resuming" in line]
-    reason = {"truncated": "cannot be read", "not a checkpoint": "cannot be read",
-              "another config": "was written by another run config"}[damage]
+    reason = {
+        "truncated": "cannot be read",
+        "not a checkpoint": "cannot be read",
+        "another config": "was written by another run config",
+    }[damage]
     assert line.startswith(f"not resuming {run_dir}: {last} {reason}")
     assert line.endswith("resuming from another checkpoint")  # the best checkpoint, of the validation at step 3
     assert resumed.startswith(f"resuming {run_dir} from step 3 (") and "step 3/8 " in output.split(resumed)[1]
@@ -172,13 +230,16 @@ def test_training_batches_from_a_resumed_step_are_the_uninterrupted_runs():
         iterator = iter(batches)
         return [next(iterator) for _ in range(count)]
 
-    for make in (lambda start: FixedSetBatches(mqar, 8, 0, TrainingPosition(start_step=start)),
-                 lambda start: FormalLanguageBatches(get_task("parity"), 4, 40, 0, TrainingPosition(start_step=start))):
+    for make in (
+        lambda start: FixedSetBatches(mqar, 8, 0, TrainingPosition(start_step=start)),
+        lambda start: FormalLanguageBatches(get_task("parity"), 4, 40, 0, TrainingPosition(start_step=start)),
+    ):
         uninterrupted = first(make(0), 9)
         for start in (1, 3, 5):
             resumed = first(make(start), 9 - start)
-            assert all(torch.equal(a, b) for batch, other in zip(resumed, uninterrupted[start:])
-                       for a, b in zip(batch, other))
+            assert all(
+                torch.equal(a, b) for batch, other in zip(resumed, uninterrupted[start:]) for a, b in zip(batch, other)
+            )
 
 
 def test_a_checkpoint_write_that_dies_midway_leaves_the_previous_one(tmp_path, monkeypatch):

@@ -23,13 +23,32 @@ PLACEMENTS = [
     ["trainer.num_threads=2", "+trainer.checkpoint_every_steps=100"],
     ["trainer.strategy=fsdp", "+trainer.fsdp_sharding=NO_SHARD"],
 ]
-COMPUTATIONS = [["seed=1"], ["optim.lr=3.7e-3"], ["trainer.precision=32-true"], ["trainer.batch_size=96"],
-                ["trainer.accelerator=cpu"], ["trainer.strategy=fsdp"], ["model.embedding_dim=96"]]
+COMPUTATIONS = [
+    ["seed=1"],
+    ["optim.lr=3.7e-3"],
+    ["trainer.precision=32-true"],
+    ["trainer.batch_size=96"],
+    ["trainer.accelerator=cpu"],
+    ["trainer.strategy=fsdp"],
+    ["model.embedding_dim=96"],
+]
 # Table 1's recipe on the sample corpus, three steps of a global batch of 4 (as tests/test_distributed.py)
-TINY_LM = ["model=xlstm_1_0", "task=lm_sample", "optim=adamw_lm", "optim.warmup_steps=1", "trainer.max_steps=3",
-           "trainer.val_every_steps=1", "trainer.batch_size=4", "task.context_length=16", "task.val_sequences=4",
-           "task.test_sequences=4", "model.embedding_dim=16", "model.num_blocks=1", "trainer.num_threads=1",
-           "trainer.accelerator=cpu"]
+TINY_LM = [
+    "model=xlstm_1_0",
+    "task=lm_sample",
+    "optim=adamw_lm",
+    "optim.warmup_steps=1",
+    "trainer.max_steps=3",
+    "trainer.val_every_steps=1",
+    "trainer.batch_size=4",
+    "task.context_length=16",
+    "task.val_sequences=4",
+    "task.test_sequences=4",
+    "model.embedding_dim=16",
+    "model.num_blocks=1",
+    "trainer.num_threads=1",
+    "trainer.accelerator=cpu",
+]
 
 
 def run_id(overrides: list[str]) -> str:
@@ -69,13 +88,19 @@ def test_a_run_stopped_on_one_process_resumes_on_two_and_ends_as_if_uninterrupte
         run_training(compose_run_config([*TINY_LM, "debug.fail_after_steps=2"]), tmp_path / "run")
     config = compose_run_config([*TINY_LM, "trainer.devices=2", "trainer.strategy=ddp"])
     OmegaConf.save(config, tmp_path / "ddp.yaml")
-    finished = subprocess.run([sys.executable, "-m", "tests.distributed_run", str(tmp_path / "ddp.yaml"),
-                               str(tmp_path / "run")], capture_output=True, text=True, timeout=300)
+    finished = subprocess.run(
+        [sys.executable, "-m", "tests.distributed_run", str(tmp_path / "ddp.yaml"), str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert finished.returncode == 0, finished.stderr[-4000:]
     assert "resuming" in finished.stdout and "from step 0" not in finished.stdout
     run_training(compose_run_config(TINY_LM), tmp_path / "whole")
-    resumed, whole = (torch.load(tmp_path / run / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
-                      for run in ("run", "whole"))
+    resumed, whole = (
+        torch.load(tmp_path / run / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
+        for run in ("run", "whole")
+    )
     assert resumed["global_step"] == whole["global_step"] == 3
     for name, tensor in whole["state_dict"].items():
         torch.testing.assert_close(resumed["state_dict"][name], tensor, rtol=1e-5, atol=1e-6, msg=name)

@@ -229,8 +229,17 @@ def dead_pid() -> int:
         (socket.gethostname(), os.getppid(), 0, None, False),  # no start time (not written by the suite): heartbeat
     ],
     # ids without the pids: pytest-xdist's workers collect them each in its own process
-    ids=["live", "elsewhere-fresh", "elsewhere-old", "dead", "unreadable-fresh", "unreadable-old", "live-same-start",
-         "reused-pid", "no-start-time"],
+    ids=[
+        "live",
+        "elsewhere-fresh",
+        "elsewhere-old",
+        "dead",
+        "unreadable-fresh",
+        "unreadable-old",
+        "live-same-start",
+        "reused-pid",
+        "no-start-time",
+    ],
 )
 def test_only_stale_claims_are_taken_over(tmp_path, hostname, pid, age_seconds, text, taken):
     fields = text if isinstance(text, dict) else {}
@@ -260,8 +269,17 @@ OWN_TICKS = process_start_ticks(os.getpid())
         # the draft of a takeover marker (``.claim.json.taken-<token>``), its writer killed
         ("draft-of-marker", socket.gethostname(), dead_pid(), OWN_TICKS, 60, True),
     ],
-    ids=["draft-dead", "stale-dead", "draft-reused-pid", "draft-alive", "draft-alive-no-proc", "elsewhere-young",
-         "elsewhere-old", "taken-marker", "marker-draft-dead"],
+    ids=[
+        "draft-dead",
+        "stale-dead",
+        "draft-reused-pid",
+        "draft-alive",
+        "draft-alive-no-proc",
+        "elsewhere-young",
+        "elsewhere-old",
+        "taken-marker",
+        "marker-draft-dead",
+    ],
 )
 def test_claiming_removes_the_private_files_of_writers_that_are_gone(
     tmp_path, kind, hostname, pid, ticks, stale_after_seconds, removed
@@ -343,7 +361,7 @@ def listed(console: Console) -> tuple[list[str], list[list[str]]]:
     lines = console.file.getvalue().splitlines()
     header_at = next(index for index, line in enumerate(lines) if line.split()[:2] == ["artifact", "scale"])
     rows, name = [], None
-    for line in lines[header_at + 1:]:
+    for line in lines[header_at + 1 :]:
         words = line.split()
         if not words or line.startswith("─") or not any(scale in words for scale in artifacts.SCALES):
             continue
@@ -364,7 +382,12 @@ def test_list_counts_runs_per_artifact_and_scale(tmp_path):
     release(claim)
     header, (row,) = listed(console)
     assert dict(zip(header, row)) == {
-        "artifact": "sweep-fixture", "scale": "smoke", "runs": "6", "done": "3", "failed": "1", "running": "1",
+        "artifact": "sweep-fixture",
+        "scale": "smoke",
+        "runs": "6",
+        "done": "3",
+        "failed": "1",
+        "running": "1",
         "missing": "3",
     }  # fmt: skip (columns of zeros are left out)
 
@@ -372,9 +395,13 @@ def test_list_counts_runs_per_artifact_and_scale(tmp_path):
 def test_list_fits_an_80_column_terminal_and_never_wraps_an_artifact_name(tmp_path, monkeypatch):
     long_name = "inference_time_decoding_throughput"  # the paper's longest artifact name
     fixture = artifacts.artifact_files()["sweep-fixture"]
-    (tmp_path / f"{long_name}-x.yaml").write_text(fixture.read_text().replace("artifact: sweep-fixture",
-                                                                               f"artifact: {long_name}-x"))
-    monkeypatch.setenv(artifacts.EXTRA_ARTIFACTS_VARIABLE, os.pathsep.join([os.environ[artifacts.EXTRA_ARTIFACTS_VARIABLE], str(tmp_path)]))
+    (tmp_path / f"{long_name}-x.yaml").write_text(
+        fixture.read_text().replace("artifact: sweep-fixture", f"artifact: {long_name}-x")
+    )
+    monkeypatch.setenv(
+        artifacts.EXTRA_ARTIFACTS_VARIABLE,
+        os.pathsep.join([os.environ[artifacts.EXTRA_ARTIFACTS_VARIABLE], str(tmp_path)]),
+    )
     execute_run(SMOKE_RUNS[0], tmp_path / "runs", RECORD_RUN)
     failed_dir = run_directory(SMOKE_RUNS[1], tmp_path / "runs")
     failed_dir.mkdir(parents=True)
@@ -384,8 +411,12 @@ def test_list_fits_an_80_column_terminal_and_never_wraps_an_artifact_name(tmp_pa
     lines = console.file.getvalue().splitlines()
     assert max(map(len, lines)) <= 80
     header, rows = listed(console)
-    assert [row[:2] for row in rows] == [["sweep-fixture", "smoke"], ["sweep-fixture", "mini"],
-                                         [f"{long_name}-x", "smoke"], [f"{long_name}-x", "mini"]]
+    assert [row[:2] for row in rows] == [
+        ["sweep-fixture", "smoke"],
+        ["sweep-fixture", "mini"],
+        [f"{long_name}-x", "smoke"],
+        [f"{long_name}-x", "mini"],
+    ]
     assert dict(zip(header[2:], rows[0][2:])) == {"runs": "6", "done": "1", "failed": "1", "missing": "5"}
     assert dict(zip(header[2:], rows[3][2:])) == {"runs": "6", "done": "0", "failed": "0", "missing": "6"}
 
@@ -415,5 +446,9 @@ def test_hydra_command_selects_the_submitit_launcher_and_its_parameters(tmp_path
     assert command[1:5] == ["-m", "experiments.sweeps.hydra_worker", "--multirun", "hydra/launcher=submitit_slurm"]
     assert "hydra.launcher.submitit_folder='${hydra.sweep.dir}/.submitit/%j'" in command
     assert "hydra.launcher.gpus_per_node=1" in command and "hydra.launcher.partition=null" in command
-    assert command[-3:] == [f"hydra.sweep.dir='{tmp_path}'", f"+manifest='{tmp_path}/manifest.json'", "+index=range(0,3)"]
+    assert command[-3:] == [
+        f"hydra.sweep.dir='{tmp_path}'",
+        f"+manifest='{tmp_path}/manifest.json'",
+        "+index=range(0,3)",
+    ]
     assert not any("_target_" in part for part in command)

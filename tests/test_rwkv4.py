@@ -81,8 +81,9 @@ def test_wkv_gradients_are_those_of_the_function():
     def two_segments(time_decay, time_first, k, v):
         """A chunked segment whose state feeds a second one and a recurrent step: gradients flow through states."""
         first, state = wkv4(time_decay, time_first, k[:, :6], v[:, :6], return_state=True, chunk_size=4)
-        second, state = wkv4(time_decay, time_first, k[:, 6:], v[:, 6:], initial_state=state, return_state=True,
-                             chunk_size=4)
+        second, state = wkv4(
+            time_decay, time_first, k[:, 6:], v[:, 6:], initial_state=state, return_state=True, chunk_size=4
+        )
         last, state = wkv4_step(time_decay, time_first, k[:, 0], v[:, 0], state)
         return first, second, last, *_true_state(state)
 
@@ -113,8 +114,13 @@ def _transformers_twin(ours) -> torch.nn.Module:
     attention/feed_forward; no inference-time rescaling of the residual stream."""
     D, num_blocks, modeling_rwkv = ours.config.embedding_dim, ours.config.num_blocks, _modeling_rwkv()
     hf_config = modeling_rwkv.RwkvConfig(
-        vocab_size=8, hidden_size=D, num_hidden_layers=num_blocks, context_length=64,
-        intermediate_size=ours.config.ffn_inner_dim, layer_norm_epsilon=ours.config.norm_eps, rescale_every=0,
+        vocab_size=8,
+        hidden_size=D,
+        num_hidden_layers=num_blocks,
+        context_length=64,
+        intermediate_size=ours.config.ffn_inner_dim,
+        layer_norm_epsilon=ours.config.norm_eps,
+        rescale_every=0,
     )
     twin = modeling_rwkv.RwkvModel(hf_config).eval()
     weights = {"embeddings.weight": twin.embeddings.weight}

@@ -50,8 +50,9 @@ def _random_wkv_inputs(seed, B=2, NH=3, S=21, DH=5, strong_decay=False):
 def test_chunked_wkv_equals_the_papers_sum_form(length, chunk_size, strong_decay):
     r, k, v, time_decay, u, state = _random_wkv_inputs(length + chunk_size, S=length, strong_decay=strong_decay)
     expected, expected_state = _wkv_sum_form(r, k, v, torch.exp(-torch.exp(time_decay)), u, state)
-    y, final_state = wkv5(r, k, v, -torch.exp(time_decay), u, initial_state=state, return_state=True,
-                          chunk_size=chunk_size)
+    y, final_state = wkv5(
+        r, k, v, -torch.exp(time_decay), u, initial_state=state, return_state=True, chunk_size=chunk_size
+    )
     torch.testing.assert_close(y, expected, rtol=0, atol=1e-11)
     torch.testing.assert_close(final_state, expected_state, rtol=0, atol=1e-11)
     step_state, log_decay = state, -torch.exp(time_decay)
@@ -79,10 +80,26 @@ def test_chunked_wkv_equals_fla_rwkv6_naive_recurrence_with_constant_decay():
     r, k, v, time_decay, u, state = _random_wkv_inputs(7, S=37, DH=8)
     log_decay = -torch.exp(time_decay)  # (NH, DH)
     w = log_decay[None, :, None, :].expand(r.shape[0], -1, r.shape[2], -1)  # fla takes log w per step
-    expected, expected_state = naive_recurrent_rwkv6(r.float(), k.float(), v.float(), w.float(), u.float(),
-                                                     scale=1.0, initial_state=state.float(), output_final_state=True)
-    y, final_state = wkv5(r.float(), k.float(), v.float(), log_decay.float(), u.float(), initial_state=state.float(),
-                          return_state=True, chunk_size=8)
+    expected, expected_state = naive_recurrent_rwkv6(
+        r.float(),
+        k.float(),
+        v.float(),
+        w.float(),
+        u.float(),
+        scale=1.0,
+        initial_state=state.float(),
+        output_final_state=True,
+    )
+    y, final_state = wkv5(
+        r.float(),
+        k.float(),
+        v.float(),
+        log_decay.float(),
+        u.float(),
+        initial_state=state.float(),
+        return_state=True,
+        chunk_size=8,
+    )
     torch.testing.assert_close(y, expected, rtol=0, atol=1e-4)
     torch.testing.assert_close(final_state, expected_state, rtol=0, atol=1e-4)
 
@@ -112,8 +129,10 @@ def _time_mix_reference(att, x):
     def lerp(mix):
         return x + (previous - x) * (1 - mix)
 
-    r, k, v = (lerp(mix) @ W.weight.T for mix, W in ((att.time_mix_r, att.receptance), (att.time_mix_k, att.key),
-                                                      (att.time_mix_v, att.value)))
+    r, k, v = (
+        lerp(mix) @ W.weight.T
+        for mix, W in ((att.time_mix_r, att.receptance), (att.time_mix_k, att.key), (att.time_mix_v, att.value))
+    )
     g = lerp(att.time_mix_g) @ att.gate.weight.T
     heads = [z.view(B, S, NH, DH).transpose(1, 2) for z in (r, k, v)]
     wkv, _ = _wkv_sum_form(*heads, torch.exp(-torch.exp(att.time_decay)), att.time_faaaa)  # (B, NH, S, DH)
@@ -143,8 +162,9 @@ def test_channel_mixing_equals_the_papers_equations():
         torch.testing.assert_close(ffn(x), expected, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("options", [dict(head_size=8, chunk_size=4), dict(head_size=32, chunk_size=16)],
-                         ids=["4heads", "1head"])
+@pytest.mark.parametrize(
+    "options", [dict(head_size=8, chunk_size=4), dict(head_size=32, chunk_size=16)], ids=["4heads", "1head"]
+)
 def test_backbone_contract(options):
     backbone = _perturbed(embedding_dim=32, num_blocks=3, **options)
     assert_step_matches_forward(backbone, 32)
@@ -169,8 +189,11 @@ def test_initialisation_follows_the_repository():
         for zero in (att.output.weight, ffn.value.weight, ffn.receptance.weight):
             assert not zero.any()
         for linear, gain in ((att.receptance, 1.0), (att.key, 0.1), (att.gate, 0.1), (ffn.key, 1.0)):
-            gram = linear.weight.T @ linear.weight if linear.weight.shape[0] >= linear.weight.shape[1] else \
-                linear.weight @ linear.weight.T
+            gram = (
+                linear.weight.T @ linear.weight
+                if linear.weight.shape[0] >= linear.weight.shape[1]
+                else linear.weight @ linear.weight.T
+            )
             torch.testing.assert_close(gram, gain**2 * torch.eye(gram.shape[0]), rtol=0, atol=1e-5)
     assert backbone.blocks[0].ffn.key.weight.shape == (64, 16)  # channel mix of 4 D
 

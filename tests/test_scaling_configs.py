@@ -19,31 +19,51 @@ def paper_rates(column: str) -> dict[tuple[str, str], float]:
     return {(row.model, row.size): float(getattr(row, column)) for row in table.itertuples()}
 
 
-@pytest.mark.parametrize("artifact, column, models, sizes", [
-    ("temp_sclaw15B", "peak_lr_15b", ["rwkv4", "rwkv5", "rwkv6", "hgrn2", "llama", "mamba", "xlstm_1_0", "xlstm_7_1"],
-     ["125m", "350m", "760m", "1.3b", "2.7b"]),
-    ("temp_sclaw300B", "peak_lr_300b", ["rwkv4", "llama", "mamba", "xlstm_1_0", "xlstm_7_1"],
-     ["125m", "350m", "760m", "1.3b"]),
-])
+@pytest.mark.parametrize(
+    "artifact, column, models, sizes",
+    [
+        (
+            "temp_sclaw15B",
+            "peak_lr_15b",
+            ["rwkv4", "rwkv5", "rwkv6", "hgrn2", "llama", "mamba", "xlstm_1_0", "xlstm_7_1"],
+            ["125m", "350m", "760m", "1.3b", "2.7b"],
+        ),
+        (
+            "temp_sclaw300B",
+            "peak_lr_300b",
+            ["rwkv4", "llama", "mamba", "xlstm_1_0", "xlstm_7_1"],
+            ["125m", "350m", "760m", "1.3b"],
+        ),
+    ],
+)
 def test_every_scaling_run_has_the_papers_rate_for_its_model_and_size(artifact, column, models, sizes):
     runs = load_artifact(artifact).runs("paper")
     rates, presets = paper_rates(column), language_model_sizes()
     assert sorted((run.cell["model"], run.cell["model.size"]) for run in runs) == sorted(
-        (model, size) for model in models for size in sizes)
+        (model, size) for model in models for size in sizes
+    )
     for run in runs:
         model, size, model_config = run.cell["model"], run.cell["model.size"], run.config.model
         assert run.config.optim.lr == rates[(TABLE_ROW.get(model, model), size)], (model, size)
         preset = presets[model][size]
         assert (model_config.embedding_dim, model_config.num_blocks, dict(model_config.options)) == (
-            preset["embedding_dim"], preset["num_blocks"], preset["options"]), (model, size)
+            preset["embedding_dim"],
+            preset["num_blocks"],
+            preset["options"],
+        ), (model, size)
         assert (run.config.task.corpus, run.config.task.context_length) == ("cerebras/SlimPajama-627B", 2048)
 
 
 def test_the_15b_scaling_runs_follow_table_1s_schedule():
     for run in load_artifact("temp_sclaw15B").runs("paper"):
         config = run.config
-        assert (config.trainer.batch_size, config.trainer.max_steps, config.optim.decay_steps,
-                config.optim.warmup_steps, config.optim.min_lr_ratio) == (256, 28170, 30000, 750, 0.1)
+        assert (
+            config.trainer.batch_size,
+            config.trainer.max_steps,
+            config.optim.decay_steps,
+            config.optim.warmup_steps,
+            config.optim.min_lr_ratio,
+        ) == (256, 28170, 30000, 750, 0.1)
 
 
 def test_the_300b_runs_train_600k_steps_of_256_and_the_1_3b_runs_300k_of_512():
@@ -53,7 +73,8 @@ def test_the_300b_runs_train_600k_steps_of_256_and_the_1_3b_runs_300k_of_512():
         assert (config.trainer.batch_size, config.trainer.max_steps) == expected, run.label
         assert config.optim.decay_steps is None  # "the same learning rate scheduler": the cosine ends with the run
         assert config.trainer.batch_size * config.trainer.max_steps * config.task.context_length + 1 == (
-            config.task.max_train_tokens)  # 314.6B tokens, one pass
+            config.task.max_train_tokens
+        )  # 314.6B tokens, one pass
 
 
 def test_a_size_preset_sets_the_dims_and_options_of_the_config():
@@ -61,15 +82,27 @@ def test_a_size_preset_sets_the_dims_and_options_of_the_config():
     assert (config.model.embedding_dim, config.model.num_blocks, config.model.options.num_heads) == (1536, 24, 16)
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (["model=llama", "+model.size=3b"], "model.size='3b' is not a size of 'llama'; valid choices: ['125m', '350m', "
-                                        "'760m', '1.3b', '2.7b']"),
-    (["model=lstm_block", "+model.size=125m"], "model.size='125m' is not a size of 'lstm_block'; valid choices: ['350m']"),
-    (["model=llama", "+model.size=350m", "model.num_blocks=3"],
-     "model.size=350m sets ['model.num_blocks'] from its preset; give the size or the dims, not both"),
-    (["model=llama", "+model.size=350m", "+model.options.num_heads=8"],
-     "model.options contradict the preset of 'llama' (option: (given, preset)): {'num_heads': (8, 16)}"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            ["model=llama", "+model.size=3b"],
+            "model.size='3b' is not a size of 'llama'; valid choices: ['125m', '350m', '760m', '1.3b', '2.7b']",
+        ),
+        (
+            ["model=lstm_block", "+model.size=125m"],
+            "model.size='125m' is not a size of 'lstm_block'; valid choices: ['350m']",
+        ),
+        (
+            ["model=llama", "+model.size=350m", "model.num_blocks=3"],
+            "model.size=350m sets ['model.num_blocks'] from its preset; give the size or the dims, not both",
+        ),
+        (
+            ["model=llama", "+model.size=350m", "+model.options.num_heads=8"],
+            "model.options contradict the preset of 'llama' (option: (given, preset)): {'num_heads': (8, 16)}",
+        ),
+    ],
+)
 def test_a_bad_size_is_named_with_the_valid_choices(overrides, message):
     with pytest.raises(ConfigError) as error:
         compose_run_config([*overrides, "task=lm_sample"])
@@ -98,7 +131,11 @@ def test_smoke_scale_of_the_scaling_runs_draws_the_power_laws_of_its_stand_in_si
     assert outcome.status == "written", outcome.message
     table = pd.read_csv(reports / "smoke" / f"{artifact}.csv")
     assert sorted(zip(table["model"], table["model.embedding_dim"])) == [
-        ("llama", 16), ("llama", 32), ("xlstm_1_0", 16), ("xlstm_1_0", 32)]
+        ("llama", 16),
+        ("llama", 32),
+        ("xlstm_1_0", 16),
+        ("xlstm_1_0", 32),
+    ]
     assert all(math.isfinite(value) and value > 1 for value in table["ours"])
     for run in load_artifact(artifact).runs("smoke"):
         recorded = json.loads((run_directory(run, runs) / "result.json").read_text())["metrics"][PARAMETERS_METRIC]
@@ -119,9 +156,11 @@ def test_a_scale_report_that_places_an_unknown_cell_fails_when_the_artifact_load
     from experiments.config.artifacts import artifact_from_yaml
 
     path = tmp_path / "sizes.yaml"
-    path.write_text("artifact: sizes\ngrid: {model: [llama]}\noverrides: [task=mqar]\n"
-                    "report: {kind: table, cells: [model], metric: val/accuracy}\n"
-                    "scales: {smoke: {report: {columns: seed}}}\n")
+    path.write_text(
+        "artifact: sizes\ngrid: {model: [llama]}\noverrides: [task=mqar]\n"
+        "report: {kind: table, cells: [model], metric: val/accuracy}\n"
+        "scales: {smoke: {report: {columns: seed}}}\n"
+    )
     with pytest.raises(ValueError) as error:
         artifact_from_yaml(path)
     assert "columns='seed' must be one of the report's cells ['model'] (at scale 'smoke')" in str(error.value)

@@ -32,8 +32,10 @@ def test_restarts_follow_the_direct_computation(step):
 
 
 def test_three_restarts_jump_back_to_the_peak_three_times():
-    factors = [warmup_cosine_factor(step, max_steps=MAX_STEPS, warmup_steps=WARMUP, min_lr_ratio=FLOOR, restarts=3)
-               for step in range(WARMUP, MAX_STEPS + 1)]
+    factors = [
+        warmup_cosine_factor(step, max_steps=MAX_STEPS, warmup_steps=WARMUP, min_lr_ratio=FLOOR, restarts=3)
+        for step in range(WARMUP, MAX_STEPS + 1)
+    ]
     rises = [step for step, (before, after) in enumerate(zip(factors, factors[1:]), start=WARMUP + 1) if after > before]
     assert rises == [30, 50, 70]
     assert [factors[step - WARMUP] for step in rises] == pytest.approx([1.0, 1.0, 1.0])
@@ -42,9 +44,11 @@ def test_three_restarts_jump_back_to_the_peak_three_times():
 
 def test_no_restarts_is_the_single_cosine():
     for step in range(0, 120, 7):
-        assert warmup_cosine_factor(step, max_steps=MAX_STEPS, warmup_steps=WARMUP, min_lr_ratio=FLOOR) == \
-            warmup_cosine_factor(step, max_steps=MAX_STEPS, warmup_steps=WARMUP, min_lr_ratio=FLOOR, restarts=0) == \
-            pytest.approx(direct(step, restarts=0))
+        assert (
+            warmup_cosine_factor(step, max_steps=MAX_STEPS, warmup_steps=WARMUP, min_lr_ratio=FLOOR)
+            == warmup_cosine_factor(step, max_steps=MAX_STEPS, warmup_steps=WARMUP, min_lr_ratio=FLOOR, restarts=0)
+            == pytest.approx(direct(step, restarts=0))
+        )
 
 
 def test_after_the_warm_up_it_is_torchs_cosine_annealing_with_warm_restarts():
@@ -53,19 +57,22 @@ def test_after_the_warm_up_it_is_torchs_cosine_annealing_with_warm_restarts():
     floor, so the comparison ends at max_steps - 1)."""
     peak = 1e-3
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=peak)
-    torch_schedule = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(optimizer, T_0=20, T_mult=1,
-                                                                          eta_min=FLOOR * peak)
+    torch_schedule = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(
+        optimizer, T_0=20, T_mult=1, eta_min=FLOOR * peak
+    )
     for step in range(WARMUP, MAX_STEPS):
-        ours = peak * warmup_cosine_factor(step, max_steps=MAX_STEPS, warmup_steps=WARMUP, min_lr_ratio=FLOOR,
-                                           restarts=3)
+        ours = peak * warmup_cosine_factor(
+            step, max_steps=MAX_STEPS, warmup_steps=WARMUP, min_lr_ratio=FLOOR, restarts=3
+        )
         assert optimizer.param_groups[0]["lr"] == pytest.approx(ours), step
         optimizer.step()
         torch_schedule.step()
 
 
 def test_the_optim_option_reaches_the_lr_scheduler():
-    config = compose_run_config(["optim.lr=1e-3", "+optim.restarts=3", "trainer.max_steps=90",
-                                 "optim.warmup_fraction=0.1111111"])
+    config = compose_run_config(
+        ["optim.lr=1e-3", "+optim.restarts=3", "trainer.max_steps=90", "optim.warmup_fraction=0.1111111"]
+    )
     validate_run_config(config)
     module = torch.nn.Linear(2, 2)
     scheduler = configure_adamw(module, dict(config.optim), max_steps=90)["lr_scheduler"]["scheduler"]

@@ -55,8 +55,15 @@ DTYPES = {
     "float32": dict.fromkeys("x dt A B C D initial_state".split(), torch.float32),
     "bfloat16": dict.fromkeys("x dt A B C D initial_state".split(), torch.bfloat16),
     "float16": dict.fromkeys("x dt A B C D initial_state".split(), torch.float16),
-    "mixed": dict(x=torch.bfloat16, dt=torch.float32, A=torch.float32, B=torch.bfloat16, C=torch.bfloat16,
-                  D=torch.float32, initial_state=torch.float32),  # as autocast and Mamba's parameters leave them
+    "mixed": dict(
+        x=torch.bfloat16,
+        dt=torch.float32,
+        A=torch.float32,
+        B=torch.bfloat16,
+        C=torch.bfloat16,
+        D=torch.float32,
+        initial_state=torch.float32,
+    ),  # as autocast and Mamba's parameters leave them
 }
 LEAVES = ("x", "dt", "A", "B", "C", "D", "initial_state")
 
@@ -81,12 +88,15 @@ class Case:
 SMALL_TILES = (8, 8, 4, 4, 4)  # chunks of 8 steps, channel blocks of 8 (forward) and 4 (backward), 4 warps
 CASES = {
     "float32, initial state, ragged S, DI 10 in blocks of 8 and 4, N 4": Case(
-        2, 13, 10, 4, initial_state=True, tiling=SMALL_TILES, save_chunk_starts=True),
+        2, 13, 10, 4, initial_state=True, tiling=SMALL_TILES, save_chunk_starts=True
+    ),
     "float32, S = 1, initial state, no D, N 16": Case(1, 1, 5, 16, initial_state=True, skip=False),
     "float32, strided inputs, chunk starts recomputed, N 16": Case(
-        1, 21, 12, 16, strided=True, tiling=SMALL_TILES, save_chunk_starts=False, seed=1),
-    "float32, decays underflowing to zero, y only": Case(1, 13, 6, 4, loss="y", tiling=SMALL_TILES, dt_scale=400.0,
-                                                         seed=2),
+        1, 21, 12, 16, strided=True, tiling=SMALL_TILES, save_chunk_starts=False, seed=1
+    ),
+    "float32, decays underflowing to zero, y only": Case(
+        1, 13, 6, 4, loss="y", tiling=SMALL_TILES, dt_scale=400.0, seed=2
+    ),
     "float32, the final state's gradient only, N 8": Case(1, 11, 9, 8, loss="state", tiling=SMALL_TILES, seed=3),
     "bfloat16, initial state, default tiles, N 16": Case(1, 27, 24, 16, "bfloat16", initial_state=True, seed=4),
     "autocast mix, y only, default tiles, N 16": Case(1, 20, 20, 16, "mixed", loss="y", seed=5),
@@ -94,12 +104,15 @@ CASES = {
 SLOW_CASES = {
     "float16, initial state, N 16, several default chunks": Case(2, 70, 20, 16, "float16", initial_state=True, seed=6),
     "float32, N 8, 200 steps, default tiles": Case(2, 200, 40, 8, seed=7),
-    "float32, N 64, initial state, chunk starts recomputed": Case(1, 30, 6, 64, initial_state=True,
-                                                                  save_chunk_starts=False, seed=8),
-    "autocast mix, strided, initial state, default tiles": Case(2, 45, 36, 16, "mixed", initial_state=True,
-                                                                strided=True, seed=9),
-    "float32, chunks of 4 steps, ragged S, initial state": Case(2, 37, 10, 4, initial_state=True,
-                                                                tiling=(4, 8, 4, 4, 4), seed=10),
+    "float32, N 64, initial state, chunk starts recomputed": Case(
+        1, 30, 6, 64, initial_state=True, save_chunk_starts=False, seed=8
+    ),
+    "autocast mix, strided, initial state, default tiles": Case(
+        2, 45, 36, 16, "mixed", initial_state=True, strided=True, seed=9
+    ),
+    "float32, chunks of 4 steps, ragged S, initial state": Case(
+        2, 37, 10, 4, initial_state=True, tiling=(4, 8, 4, 4, 4), seed=10
+    ),
 }
 PROBED_DTYPES, SLOW_PROBED_DTYPES = ("bfloat16",), ("float32",)
 PATCH_CHECK_CASE = Case(1, 9, 5, 4, initial_state=True, tiling=(4, 8, 4, 4, 4), save_chunk_starts=False, seed=11)
@@ -113,9 +126,15 @@ def case_inputs(case: Case) -> dict[str, torch.Tensor]:
         return torch.randn(*shape, generator=generator)
 
     batch, steps, inner, state = case.batch, case.steps, case.inner, case.state
-    values = dict(x=normal(batch, steps, inner), dt=case.dt_scale * softplus(normal(batch, steps, inner) - 1.0),
-                  A=-torch.exp(0.5 * normal(inner, state)), B=normal(batch, steps, state),
-                  C=normal(batch, steps, state), D=normal(inner), initial_state=normal(batch, inner, state))
+    values = dict(
+        x=normal(batch, steps, inner),
+        dt=case.dt_scale * softplus(normal(batch, steps, inner) - 1.0),
+        A=-torch.exp(0.5 * normal(inner, state)),
+        B=normal(batch, steps, state),
+        C=normal(batch, steps, state),
+        D=normal(inner),
+        initial_state=normal(batch, inner, state),
+    )
     dtypes = DTYPES[case.dtype]
     inputs = {name: value.to(dtypes[name]) for name, value in values.items()}
     return inputs | dict(weight_y=normal(batch, steps, inner), weight_state=normal(batch, inner, state))
@@ -127,8 +146,10 @@ def leaf_names(case: Case) -> list[str]:
 
 def leaves_of(case: Case, inputs, dtype=None) -> dict[str, torch.Tensor]:
     """The case's differentiable inputs, detached leaves (cast to ``dtype`` if given)."""
-    return {name: (inputs[name] if dtype is None else inputs[name].to(dtype)).detach().requires_grad_()
-            for name in leaf_names(case)}
+    return {
+        name: (inputs[name] if dtype is None else inputs[name].to(dtype)).detach().requires_grad_()
+        for name in leaf_names(case)
+    }
 
 
 def outputs_and_gradients(scan_function, case: Case, leaves: dict[str, torch.Tensor], inputs):
@@ -136,12 +157,21 @@ def outputs_and_gradients(scan_function, case: Case, leaves: dict[str, torch.Ten
     x, dt, B, C = (leaves[name] for name in ("x", "dt", "B", "C"))
     if case.strided:  # B, C slices of one (B, S, 2N + 3) tensor, as the mixer splits them; dt of a (B, S, DI + 3)
         B, C, _ = torch.cat([B, C, torch.zeros_like(B[..., :3])], dim=-1).split([case.state, case.state, 3], dim=-1)
-        dt = torch.cat([dt, torch.zeros_like(dt[..., :3])], dim=-1)[..., :case.inner]
+        dt = torch.cat([dt, torch.zeros_like(dt[..., :3])], dim=-1)[..., : case.inner]
         x = x.transpose(1, 2).contiguous().transpose(1, 2)  # stored as (B, DI, S)
         assert not (dt.is_contiguous() or B.is_contiguous()) and x.stride(-1) == case.steps
     returns_state = case.loss != "y"
-    result = scan_function(x, dt, leaves["A"], B, C, leaves.get("D"), initial_state=leaves.get("initial_state"),
-                           return_state=returns_state, chunk_size=8)
+    result = scan_function(
+        x,
+        dt,
+        leaves["A"],
+        B,
+        C,
+        leaves.get("D"),
+        initial_state=leaves.get("initial_state"),
+        return_state=returns_state,
+        chunk_size=8,
+    )
     y, final_state = result if returns_state else (result, None)
     loss = torch.zeros((), dtype=torch.float64)
     if case.loss != "state":
@@ -155,6 +185,7 @@ def outputs_and_gradients(scan_function, case: Case, leaves: dict[str, torch.Ten
 
 def torch_reference(case: Case, inputs):
     """The torch backend in float64 on the same (rounded) inputs."""
+
     def torch_backend(*args, **kwargs):
         return selective_scan(*args, **kwargs, backend="torch")
 
@@ -177,12 +208,22 @@ def run_interpreted(cases: dict[str, Case], probed_dtypes: tuple[str, ...], fold
     """Run ``cases`` and the probe in ``probed_dtypes`` on the Triton backend in a child process under
     TRITON_INTERPRET=1; their results by name."""
     request, response = folder / "cases.pt", folder / "results.pt"
-    torch.save(dict(probed_dtypes=probed_dtypes,
-                    cases={name: (dataclasses.asdict(case), case_inputs(case)) for name, case in cases.items()}),
-               request)
+    torch.save(
+        dict(
+            probed_dtypes=probed_dtypes,
+            cases={name: (dataclasses.asdict(case), case_inputs(case)) for name, case in cases.items()},
+        ),
+        request,
+    )
     environment = {**os.environ, "TRITON_INTERPRET": "1"}
-    child = subprocess.run([sys.executable, "-m", "tests.test_selective_scan_triton", str(request), str(response)],
-                           cwd=ROOT, env=environment, capture_output=True, text=True, timeout=CHILD_TIMEOUT_SECONDS)
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.test_selective_scan_triton", str(request), str(response)],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT_SECONDS,
+    )
     assert child.returncode == 0, f"interpreter child failed:\n{child.stdout[-3000:]}\n{child.stderr[-6000:]}"
     return torch.load(response)
 
@@ -203,8 +244,10 @@ def scan_slice_by_slice(self, input):
         accumulated = current
         for output, value in zip(outputs, accumulated):
             output[index] = value.handle.data.reshape(output[index].shape)
-    return [self.to_tensor(np.ascontiguousarray(np.moveaxis(output, 0, self.axis)), argument.dtype)
-            for output, argument in zip(outputs, input)]
+    return [
+        self.to_tensor(np.ascontiguousarray(np.moveaxis(output, 0, self.axis)), argument.dtype)
+        for output, argument in zip(outputs, input)
+    ]
 
 
 def run_case(case: Case, inputs):
@@ -213,8 +256,12 @@ def run_case(case: Case, inputs):
     from kernels.selective_scan.triton.function import Tiling
 
     def triton_backend(*args, **kwargs):
-        return adapter.selective_scan_triton(*args, **kwargs, save_chunk_starts=case.save_chunk_starts,
-                                             tiling=Tiling(*case.tiling) if case.tiling else None)
+        return adapter.selective_scan_triton(
+            *args,
+            **kwargs,
+            save_chunk_starts=case.save_chunk_starts,
+            tiling=Tiling(*case.tiling) if case.tiling else None,
+        )
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -232,20 +279,34 @@ def child_main(request: Path, response: Path) -> None:
     from kernels.probe import run_probe
     from kernels.selective_scan.triton import backward, forward
 
-    results = {"triton_imported_by_kernels": triton_imported_by_kernels,
-               "interpreted": all(isinstance(kernel, interpreter.InterpretedFunction)
-                                  for kernel in (forward._forward_kernel, backward._backward_kernel))}
+    results = {
+        "triton_imported_by_kernels": triton_imported_by_kernels,
+        "interpreted": all(
+            isinstance(kernel, interpreter.InterpretedFunction)
+            for kernel in (forward._forward_kernel, backward._backward_kernel)
+        ),
+    }
     check_inputs = case_inputs(PATCH_CHECK_CASE)
     elementwise = run_case(PATCH_CHECK_CASE, check_inputs)
     interpreter.ScanOps.generic_scan = scan_slice_by_slice
     slice_by_slice = run_case(PATCH_CHECK_CASE, check_inputs)
     results["slice_by_slice_scan_is_exact"] = all(
-        torch.equal(a, b) for a, b in zip(elementwise["outputs"] + list(elementwise["gradients"].values()),
-                                          slice_by_slice["outputs"] + list(slice_by_slice["gradients"].values())))
+        torch.equal(a, b)
+        for a, b in zip(
+            elementwise["outputs"] + list(elementwise["gradients"].values()),
+            slice_by_slice["outputs"] + list(slice_by_slice["gradients"].values()),
+        )
+    )
     job = torch.load(request)
     for dtype in job["probed_dtypes"]:
-        probe_request = dict(op="selective_scan", backend="triton", device="cpu", dtype=dtype,
-                             shape_class={"state_dim": 16}, modules=["kernels.selective_scan.triton"])
+        probe_request = dict(
+            op="selective_scan",
+            backend="triton",
+            device="cpu",
+            dtype=dtype,
+            shape_class={"state_dim": 16},
+            modules=["kernels.selective_scan.triton"],
+        )
         results[f"probe {dtype}"] = run_probe(probe_request)
     for name, (fields, inputs) in job["cases"].items():
         case = Case(**{**fields, "tiling": tuple(fields["tiling"]) if fields["tiling"] else None})
@@ -328,8 +389,11 @@ def test_registered_between_mamba_ssm_and_torch_only_for_cuda_behind_the_probe()
 
 FALLBACKS = {
     "float64": (Case(2, 5, 3, 4, initial_state=True), torch.float64, r"x in torch.float64 .*using the torch backend"),
-    "N above the limit": (Case(1, 3, 2, MAX_STATE_DIM + 1), None,
-                          rf"state dim N = {MAX_STATE_DIM + 1} .*using the torch backend"),
+    "N above the limit": (
+        Case(1, 3, 2, MAX_STATE_DIM + 1),
+        None,
+        rf"state dim N = {MAX_STATE_DIM + 1} .*using the torch backend",
+    ),
 }
 
 
@@ -342,12 +406,15 @@ def test_inputs_the_kernels_cannot_take_run_on_the_torch_backend_with_one_warnin
     inputs = case_inputs(case)
     expected = torch_reference(case, inputs) if dtype == torch.float64 else None
     with pytest.warns(RuntimeWarning, match=message):
-        outputs, gradients = outputs_and_gradients(adapter.selective_scan_triton, case, leaves_of(case, inputs, dtype),
-                                                   inputs)
+        outputs, gradients = outputs_and_gradients(
+            adapter.selective_scan_triton, case, leaves_of(case, inputs, dtype), inputs
+        )
     reference_outputs, reference_gradients = expected or outputs_and_gradients(
-        lambda *args, **kwargs: selective_scan(*args, **kwargs, backend="torch"), case, leaves_of(case, inputs), inputs)
-    for value, reference in zip(outputs + list(gradients.values()),
-                                reference_outputs + list(reference_gradients.values())):
+        lambda *args, **kwargs: selective_scan(*args, **kwargs, backend="torch"), case, leaves_of(case, inputs), inputs
+    )
+    for value, reference in zip(
+        outputs + list(gradients.values()), reference_outputs + list(reference_gradients.values())
+    ):
         torch.testing.assert_close(value, reference, rtol=0, atol=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the same reason warns once
@@ -387,15 +454,20 @@ def compile_main(response: Path) -> None:
         for dtype_name in ("bf16", "fp32"):
             for state_dim in COMPILED_STATE_DIMS if (capability, dtype_name) == (90, "bf16") else (16,):
                 tiling = function.choose_tiling(state_dim)
-                common = dict(CHUNK=tiling.chunk, BLOCK_N=triton.next_power_of_2(state_dim), HAS_D=True,
-                              HAS_INITIAL_STATE=True)
+                common = dict(
+                    CHUNK=tiling.chunk, BLOCK_N=triton.next_power_of_2(state_dim), HAS_D=True, HAS_INITIAL_STATE=True
+                )
                 kernels = {
-                    "forward": (forward._forward_kernel, dict(STORE_Y=True, STORE_CHUNK_STARTS=True,
-                                                              BLOCK_D=tiling.forward_block_d),
-                                dict(num_warps=tiling.forward_warps)),
-                    "backward": (backward._backward_kernel, dict(HAS_GRAD_FINAL_STATE=True,
-                                                                 BLOCK_D=tiling.backward_block_d),
-                                 dict(num_warps=tiling.backward_warps)),
+                    "forward": (
+                        forward._forward_kernel,
+                        dict(STORE_Y=True, STORE_CHUNK_STARTS=True, BLOCK_D=tiling.forward_block_d),
+                        dict(num_warps=tiling.forward_warps),
+                    ),
+                    "backward": (
+                        backward._backward_kernel,
+                        dict(HAS_GRAD_FINAL_STATE=True, BLOCK_D=tiling.backward_block_d),
+                        dict(num_warps=tiling.backward_warps),
+                    ),
                 }
                 for kernel_name, (kernel, options, launch_options) in kernels.items():
                     constants = common | options | {name: 1 for name in UNIT_STRIDES if name in kernel.arg_names}
@@ -407,18 +479,31 @@ def compile_main(response: Path) -> None:
                             signature[name] = "i32"
                         else:
                             signature[name] = f"*{dtype_name}" if name in INPUT_POINTERS else "*fp32"
-                    aligned = {(index,): [["tt.divisibility", 16]] for index, name in enumerate(kernel.arg_names)
-                               if signature[name] != "constexpr" and not name.endswith(("_dim", "_state"))
-                               and name != "state_dim"}
-                    compiled = triton.compile(ASTSource(kernel, signature, constants, aligned),
-                                              target=GPUTarget("cuda", capability, 32), options=launch_options)
+                    aligned = {
+                        (index,): [["tt.divisibility", 16]]
+                        for index, name in enumerate(kernel.arg_names)
+                        if signature[name] != "constexpr"
+                        and not name.endswith(("_dim", "_state"))
+                        and name != "state_dim"
+                    }
+                    compiled = triton.compile(
+                        ASTSource(kernel, signature, constants, aligned),
+                        target=GPUTarget("cuda", capability, 32),
+                        options=launch_options,
+                    )
                     cubin = Path(tempfile.mkdtemp()) / f"{kernel_name}.cubin"
                     cubin.write_bytes(compiled.asm["cubin"])
-                    resources = subprocess.run([triton.knobs.nvidia.cuobjdump.path, "-res-usage", str(cubin)],
-                                               capture_output=True, text=True, check=True).stdout
+                    resources = subprocess.run(
+                        [triton.knobs.nvidia.cuobjdump.path, "-res-usage", str(cubin)],
+                        capture_output=True,
+                        text=True,
+                        check=True,
+                    ).stdout
                     usage[f"{target_name} {dtype_name} N {state_dim} {kernel_name}"] = dict(
-                        shared=compiled.metadata.shared, spilled=int(re.search(r"STACK:(\d+)", resources).group(1)),
-                        registers=int(re.search(r"REG:(\d+)", resources).group(1)))
+                        shared=compiled.metadata.shared,
+                        spilled=int(re.search(r"STACK:(\d+)", resources).group(1)),
+                        registers=int(re.search(r"REG:(\d+)", resources).group(1)),
+                    )
     response.write_text(json.dumps(usage))
 
 
@@ -427,8 +512,14 @@ def test_the_kernels_compile_for_hopper_and_ampere_within_shared_memory_without_
     response = tmp_path / "usage.json"
     environment = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
     environment.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9 warns unless set; 1 is the default
-    child = subprocess.run([sys.executable, "-m", "tests.test_selective_scan_triton", "compile", str(response)],
-                           cwd=ROOT, env=environment, capture_output=True, text=True, timeout=CHILD_TIMEOUT_SECONDS)
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.test_selective_scan_triton", "compile", str(response)],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT_SECONDS,
+    )
     assert child.returncode == 0, f"compile child failed:\n{child.stderr[-6000:]}"
     usage = json.loads(response.read_text())
     assert len(usage) == 2 * (len(COMPILED_STATE_DIMS) + 3)
@@ -457,8 +548,10 @@ def gpu_run(backend: str, case: Case, inputs, dtype):
 
 
 def relative_errors(values, references) -> list[float]:
-    return [((value.double() - reference.double()).abs().max() / reference.double().abs().max()).item()
-            for value, reference in zip(values, references)]
+    return [
+        ((value.double() - reference.double()).abs().max() / reference.double().abs().max()).item()
+        for value, reference in zip(values, references)
+    ]
 
 
 @pytest.mark.gpu
@@ -469,8 +562,10 @@ def test_gpu_triton_scan_is_as_accurate_as_the_torch_backend(precision, initial_
     absolute bound, or within a multiple of the torch backend's own error in the same precision."""
     dtype, bound, multiple = GPU_PRECISIONS[precision]
     case = Case(GPU_BATCH, GPU_STEPS, GPU_INNER, GPU_STATE, initial_state=initial_state, seed=11)
-    inputs = {name: value.to(dtype) if name not in ("weight_y", "weight_state") else value
-              for name, value in case_inputs(case).items()}
+    inputs = {
+        name: value.to(dtype) if name not in ("weight_y", "weight_state") else value
+        for name, value in case_inputs(case).items()
+    }
     reference = gpu_run("torch", case, inputs, torch.float64)
     ours = relative_errors(gpu_run("triton", case, inputs, None), reference)
     peer = relative_errors(gpu_run("torch", case, inputs, None), reference)

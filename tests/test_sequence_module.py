@@ -12,8 +12,15 @@ from experiments.training.module import SequenceTaskModule
 from tasks.spec import TaskSpec
 
 OPTIM = {"lr": 1e-3, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0, "warmup_fraction": 0.1, "min_lr": 1e-7}
-SCALAR = TaskSpec(name="regression", input_kind="vectors", input_size=3, num_classes=1, random_accuracy=None,
-                  group="test", output_kind="scalar")
+SCALAR = TaskSpec(
+    name="regression",
+    input_kind="vectors",
+    input_size=3,
+    num_classes=1,
+    random_accuracy=None,
+    group="test",
+    output_kind="scalar",
+)
 
 
 def scalar_module() -> SequenceTaskModule:
@@ -66,13 +73,21 @@ def test_a_classification_spec_keeps_its_decoder_and_selection():
     assert module.monitor == ("val/scaled_accuracy", "max")
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"num_classes": 2}, "a scalar task has num_classes=1 and random_accuracy=None, not num_classes=2"),
-    ({"random_accuracy": 0.5}, "a scalar task has num_classes=1 and random_accuracy=None, not num_classes=1 and "
-                               "random_accuracy=0.5"),
-    ({"output_kind": "tokens"}, r"output_kind='tokens' is not valid; valid choices: \['classes', 'scalar', 'vocab', "
-                                r"'sequence_class', 'sequence_pair_class'\]"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"num_classes": 2}, "a scalar task has num_classes=1 and random_accuracy=None, not num_classes=2"),
+        (
+            {"random_accuracy": 0.5},
+            "a scalar task has num_classes=1 and random_accuracy=None, not num_classes=1 and random_accuracy=0.5",
+        ),
+        (
+            {"output_kind": "tokens"},
+            r"output_kind='tokens' is not valid; valid choices: \['classes', 'scalar', 'vocab', "
+            r"'sequence_class', 'sequence_pair_class'\]",
+        ),
+    ],
+)
 def test_a_spec_names_what_is_inconsistent(changes, message):
     with pytest.raises(ValueError, match=message):
         TaskSpec(**{**SCALAR.__dict__, **changes})
@@ -103,7 +118,9 @@ def test_classes_are_decoded_at_the_scored_positions_only_with_the_full_decoders
         module.validation_step((inputs, targets), 0)
     module.on_validation_epoch_end()
     correct = full.argmax(-1) == targets
-    expected = ((correct[0, 1].float() + correct[0, 4].float()) / 2 + correct[1, 2].float()) / 2  # per sample, then mean
+    expected = (
+        (correct[0, 1].float() + correct[0, 4].float()) / 2 + correct[1, 2].float()
+    ) / 2  # per sample, then mean
     assert math.isclose(logged["val/accuracy"], float(expected), abs_tol=1e-6)
     assert math.isclose(logged["val/loss"], float(module._loss(full, targets).detach()), rel_tol=1e-5)
 

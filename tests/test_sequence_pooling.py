@@ -17,8 +17,16 @@ OPTIM = {"lr": 1e-3, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0, "w
 
 
 def spec(pooling: str, kind: str = "sequence_class") -> TaskSpec:
-    return TaskSpec(name="classify", input_kind="tokens", input_size=9, num_classes=3, random_accuracy=1 / 3,
-                    group="test", output_kind=kind, pooling=pooling)
+    return TaskSpec(
+        name="classify",
+        input_kind="tokens",
+        input_size=9,
+        num_classes=3,
+        random_accuracy=1 / 3,
+        group="test",
+        output_kind=kind,
+        pooling=pooling,
+    )
 
 
 def sequences_of(labels: list[int], lengths: list[int], width: int):
@@ -42,8 +50,9 @@ def test_mean_and_last_pooling_take_each_sequences_own_positions():
 @pytest.mark.parametrize("pooling", ["mean", "last"])
 def test_padding_after_a_sequence_does_not_change_its_logits_under_a_causal_backbone(pooling):
     torch.manual_seed(0)
-    module = SequenceTaskModule(spec(pooling), build_backbone("lstm", embedding_dim=8, num_blocks=1), embedding_dim=8,
-                                optim=OPTIM, max_steps=10)
+    module = SequenceTaskModule(
+        spec(pooling), build_backbone("lstm", embedding_dim=8, num_blocks=1), embedding_dim=8, optim=OPTIM, max_steps=10
+    )
     inputs, targets = sequences_of([2, 0], [3, 7], width=7)
     with torch.no_grad():
         batched, labels = module._pooled_logits(inputs, targets)
@@ -74,15 +83,20 @@ def test_one_loss_and_one_accuracy_per_sequence(monkeypatch):
 
 def test_a_pair_is_classified_from_the_features_of_its_two_pooled_sequences():
     torch.manual_seed(0)
-    module = SequenceTaskModule(spec("last", "sequence_pair_class"), nn.Identity(), embedding_dim=4, optim=OPTIM,
-                                max_steps=10)
+    module = SequenceTaskModule(
+        spec("last", "sequence_pair_class"), nn.Identity(), embedding_dim=4, optim=OPTIM, max_steps=10
+    )
     first, first_targets = sequences_of([1, 0], [3, 5], width=5)
     second, second_targets = sequences_of([1, 0], [5, 1], width=5)
     inputs, targets = torch.stack([first, second], 1), torch.stack([first_targets, second_targets], 1)  # (B, 2, S)
     logits, labels = module._pooled_logits(inputs, targets)
     embedded = module.encoder
-    lasts = torch.stack([torch.stack([embedded(first[0, 2]), embedded(second[0, 4])]),
-                         torch.stack([embedded(first[1, 4]), embedded(second[1, 0])])])  # (B, 2, D)
+    lasts = torch.stack(
+        [
+            torch.stack([embedded(first[0, 2]), embedded(second[0, 4])]),
+            torch.stack([embedded(first[1, 4]), embedded(second[1, 0])]),
+        ]
+    )  # (B, 2, D)
     assert labels.tolist() == [1, 0] and torch.allclose(logits, module.decoder(pair_features(lasts)))
 
 
@@ -90,5 +104,6 @@ def test_a_spec_of_a_sequence_kind_needs_a_pooling_and_no_other_kind_takes_one()
     with pytest.raises(ValueError, match=r"pooling=None is not valid; valid choices: \['mean', 'last'\]"):
         spec(None)
     with pytest.raises(ValueError, match="pooling='mean' is only for the kinds"):
-        TaskSpec(name="x", input_kind="tokens", input_size=3, num_classes=3, random_accuracy=0.5, group="t",
-                 pooling="mean")
+        TaskSpec(
+            name="x", input_kind="tokens", input_size=3, num_classes=3, random_accuracy=0.5, group="t", pooling="mean"
+        )

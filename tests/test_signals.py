@@ -23,9 +23,15 @@ SWEEP = ["sweep", "sweep-fixture", "--scale", "smoke", "--jobs", "2", "--where",
 
 def start(arguments: list[str], **environment: str) -> subprocess.Popen:
     """The command line in a process group of its own (as a shell starts a job), its output piped."""
-    return subprocess.Popen([sys.executable, "-m", "experiments.cli", *arguments], cwd=REPOSITORY_ROOT,
-                            start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=os.environ | environment)
+    return subprocess.Popen(
+        [sys.executable, "-m", "experiments.cli", *arguments],
+        cwd=REPOSITORY_ROOT,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=os.environ | environment,
+    )
 
 
 def finish(process: subprocess.Popen, timeout: float = 120) -> str:
@@ -38,8 +44,12 @@ def finish(process: subprocess.Popen, timeout: float = 120) -> str:
 
 
 def worker_pids(root: Path) -> list[int]:
-    return [int(line) for run_dir in run_dirs(root) if (run_dir / EXECUTIONS).exists()
-            for line in (run_dir / EXECUTIONS).read_text().split()]
+    return [
+        int(line)
+        for run_dir in run_dirs(root)
+        if (run_dir / EXECUTIONS).exists()
+        for line in (run_dir / EXECUTIONS).read_text().split()
+    ]
 
 
 def error_message(run_dir: Path) -> str:
@@ -50,12 +60,16 @@ def in_flight(root: Path) -> list[Path]:
     return [run_dir for run_dir in run_dirs(root) if count_lines(run_dir / EXECUTIONS) and not is_done(run_dir)]
 
 
-@pytest.mark.parametrize("signum, to", [
-    (signal.SIGTERM, "parent"),  # timeout, systemd, a container stop, SLURM's end of job
-    pytest.param(signal.SIGINT, "group", marks=pytest.mark.slow),  # Ctrl-C at a terminal
-    pytest.param(signal.SIGINT, "parent", marks=pytest.mark.slow),
-    pytest.param(signal.SIGTERM, "group", marks=pytest.mark.slow),
-], ids=["SIGTERM to the sweep", "SIGINT to its group", "SIGINT to the sweep", "SIGTERM to its group"])
+@pytest.mark.parametrize(
+    "signum, to",
+    [
+        (signal.SIGTERM, "parent"),  # timeout, systemd, a container stop, SLURM's end of job
+        pytest.param(signal.SIGINT, "group", marks=pytest.mark.slow),  # Ctrl-C at a terminal
+        pytest.param(signal.SIGINT, "parent", marks=pytest.mark.slow),
+        pytest.param(signal.SIGTERM, "group", marks=pytest.mark.slow),
+    ],
+    ids=["SIGTERM to the sweep", "SIGINT to its group", "SIGINT to the sweep", "SIGTERM to its group"],
+)
 def test_a_stopped_sweep_stops_its_workers_records_the_signal_and_continues_on_the_next(tmp_path, signum, to):
     (tmp_path / HOLD).touch()
     sweep = start([*SWEEP, "--run-function", HELD_RUN, "--root", str(tmp_path)])
@@ -96,10 +110,20 @@ def test_a_worker_stopped_alone_records_the_signal_and_the_sweep_goes_on(tmp_pat
     assert [is_done(run_dir) for run_dir in run_dirs(tmp_path)].count(True) == 1 and "failed: 1" in output
 
 
-TINY_TRAIN = ["train", "model=xlstm_1_0", "task=parity", "model.embedding_dim=16", "model.num_blocks=1",
-              "trainer.batch_size=4", "trainer.num_threads=1", "trainer.max_steps=100000",
-              "trainer.val_every_steps=100000", "+trainer.checkpoint_every_steps=1", "task.val_samples=8",
-              "task.test_samples=8"]
+TINY_TRAIN = [
+    "train",
+    "model=xlstm_1_0",
+    "task=parity",
+    "model.embedding_dim=16",
+    "model.num_blocks=1",
+    "trainer.batch_size=4",
+    "trainer.num_threads=1",
+    "trainer.max_steps=100000",
+    "trainer.val_every_steps=100000",
+    "+trainer.checkpoint_every_steps=1",
+    "task.val_samples=8",
+    "task.test_samples=8",
+]
 
 
 def last_step(root: Path) -> int | None:
@@ -135,9 +159,26 @@ def test_a_stopped_train_command_records_the_signal_exits_128_plus_n_and_resumes
 
 @pytest.mark.slow  # a worker that imports Lightning and trains
 def test_a_training_worker_stopped_by_sigterm_records_the_signal_not_exit_code_0(tmp_path):
-    sweep = start(["sweep", "sweep-fixture", "--scale", "smoke", "--jobs", "1", "--where", "model=xlstm_1_0",
-                   "--where", "task=parity", "trainer.max_steps=100000", "trainer.val_every_steps=100000",
-                   "+trainer.checkpoint_every_steps=1", "trainer.num_threads=1", "--root", str(tmp_path)])
+    sweep = start(
+        [
+            "sweep",
+            "sweep-fixture",
+            "--scale",
+            "smoke",
+            "--jobs",
+            "1",
+            "--where",
+            "model=xlstm_1_0",
+            "--where",
+            "task=parity",
+            "trainer.max_steps=100000",
+            "trainer.val_every_steps=100000",
+            "+trainer.checkpoint_every_steps=1",
+            "trainer.num_threads=1",
+            "--root",
+            str(tmp_path),
+        ]
+    )
     wait_until(lambda: list(tmp_path.rglob("last.ckpt")) or sweep.poll() is not None, timeout_seconds=300)
     [run_dir] = run_dirs(tmp_path)
     worker = json.loads((run_dir / CLAIM_FILE).read_text())["pid"]

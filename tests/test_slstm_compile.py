@@ -117,7 +117,10 @@ def test_torch_compile_backend_equals_torch_scan():
 def test_layer_backend_field_switches_compilation():
     torch.manual_seed(0)
     configs = {backend: SLSTMLayerConfig(num_heads=NH, backend=backend) for backend in ("torch", "torch_compile")}
-    layers = {backend: SLSTMLayer(config, NH * DH, num_blocks=1, block_index=0).double() for backend, config in configs.items()}
+    layers = {
+        backend: SLSTMLayer(config, NH * DH, num_blocks=1, block_index=0).double()
+        for backend, config in configs.items()
+    }
     layers["torch_compile"].load_state_dict(layers["torch"].state_dict())
     x = torch.randn(B, S, NH * DH, dtype=torch.float64)
     for layer in layers.values():

@@ -74,15 +74,17 @@ CASES = {
     "float32 exp, clip, given state, head dim 24 in two tiles": Case(2, 5, 1, 24, "exp", 0.05, "given", max_block_d=16),
     "float32 sigmoid, clip, given state, 17 rows in two batch tiles": Case(17, 4, 1, 16, "sigmoid", 0.05, "given"),
     "bfloat16 wx, exp, default state, head dim 16": Case(3, 6, 1, 16, "exp", wx_dtype="bfloat16"),
-    "autocast bfloat16, sigmoid, clip, given state, head dim 12": Case(3, 5, 1, 12, "sigmoid", 0.5, "given",
-                                                                       autocast=True),
+    "autocast bfloat16, sigmoid, clip, given state, head dim 12": Case(
+        3, 5, 1, 12, "sigmoid", 0.5, "given", autocast=True
+    ),
 }
 SLOW_CASES = {
     "float32 sigmoid, large gates, 40 steps": Case(2, 40, 1, 24, scale=15.0, seed=1),
     "float32 exp, given state, head dim 72 in three default tiles": Case(3, 12, 2, 72, "exp", None, "given", seed=2),
     "float32 exp, clip, large gates, given state": Case(3, 30, 1, 20, "exp", 0.1, "given", scale=8.0, seed=3),
     "bfloat16 wx, sigmoid, clip, given state, head dim 48 in three tiles": Case(
-        5, 16, 2, 48, "sigmoid", 1.0, "given", wx_dtype="bfloat16", max_block_d=16, seed=4),
+        5, 16, 2, 48, "sigmoid", 1.0, "given", wx_dtype="bfloat16", max_block_d=16, seed=4
+    ),
     "autocast bfloat16, exp, default state, head dim 40": Case(18, 10, 1, 40, "exp", autocast=True, seed=5),
 }
 
@@ -95,16 +97,23 @@ def case_inputs(case: Case) -> dict[str, torch.Tensor]:
     def normal(*shape):
         return torch.randn(*shape, generator=generator)
 
-    inputs = dict(wx=(case.scale * normal(B, S, 4, NH, DH)).to(getattr(torch, case.wx_dtype)),
-                  R=normal(4, NH, DH, DH) / DH**0.5, b=normal(4, NH, DH))
+    inputs = dict(
+        wx=(case.scale * normal(B, S, 4, NH, DH)).to(getattr(torch, case.wx_dtype)),
+        R=normal(4, NH, DH, DH) / DH**0.5,
+        b=normal(4, NH, DH),
+    )
     if case.start == "given":
         n = torch.rand(B, NH, DH, generator=generator) + 0.5
         n[torch.rand(B, NH, DH, generator=generator) < 0.3] = 0.0  # no history: m (and c's gradient) must not matter
         inputs |= dict(h0=normal(B, NH, DH), c0=normal(B, NH, DH), n0=n, m0=normal(B, NH, DH))
     else:
         inputs |= dict(zip(("h0", "c0", "n0", "m0"), initial_state(B, NH, DH, dtype=torch.float32, device=CPU)))
-    return inputs | dict(weight_h=normal(B, S, NH, DH), weight_h_last=normal(B, NH, DH),
-                         weight_c_last=normal(B, NH, DH), weight_n_last=normal(B, NH, DH))
+    return inputs | dict(
+        weight_h=normal(B, S, NH, DH),
+        weight_h_last=normal(B, NH, DH),
+        weight_c_last=normal(B, NH, DH),
+        weight_n_last=normal(B, NH, DH),
+    )
 
 
 def outputs_and_gradients(scan_function, inputs, case: Case, dtype=None):
@@ -132,9 +141,18 @@ def outputs_and_gradients(scan_function, inputs, case: Case, dtype=None):
 
 def torch_reference(case: Case, inputs):
     """The torch backend in float64 on the same (rounded) inputs, without autocast, the whole sequence at once."""
+
     def torch_backend(wx, R, b, state, forget_gate, clip):
-        return scan(wx, R, b, initial_state=state, return_state=True, forget_gate=forget_gate,
-                    recurrent_grad_clip=clip, backend="torch")
+        return scan(
+            wx,
+            R,
+            b,
+            initial_state=state,
+            return_state=True,
+            forget_gate=forget_gate,
+            recurrent_grad_clip=clip,
+            backend="torch",
+        )
 
     whole = dataclasses.replace(case, autocast=False, halves=False)
     return outputs_and_gradients(torch_backend, inputs, whole, torch.float64)
@@ -161,8 +179,14 @@ def run_interpreted(cases: dict[str, Case], folder: Path) -> dict:
     request, response = folder / "cases.pt", folder / "results.pt"
     torch.save({name: (dataclasses.asdict(case), case_inputs(case)) for name, case in cases.items()}, request)
     environment = {**os.environ, "TRITON_INTERPRET": "1"}
-    child = subprocess.run([sys.executable, "-m", "tests.test_slstm_triton", str(request), str(response)], cwd=ROOT,
-                           env=environment, capture_output=True, text=True, timeout=CHILD_TIMEOUT_SECONDS)
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.test_slstm_triton", str(request), str(response)],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT_SECONDS,
+    )
     assert child.returncode == 0, f"interpreter child failed:\n{child.stdout[-3000:]}\n{child.stderr[-6000:]}"
     return torch.load(response)
 
@@ -177,9 +201,12 @@ def child_main(request: Path, response: Path) -> None:
 
     from kernels.slstm.triton import adapter, backward, forward, function
 
-    results = {"triton_imported_by_kernels": triton_imported_by_kernels,
-               "interpreted": all(isinstance(kernel, InterpretedFunction)
-                                  for kernel in (forward._forward_kernel, backward._backward_kernel))}
+    results = {
+        "triton_imported_by_kernels": triton_imported_by_kernels,
+        "interpreted": all(
+            isinstance(kernel, InterpretedFunction) for kernel in (forward._forward_kernel, backward._backward_kernel)
+        ),
+    }
     default_blocks = function.MAX_BLOCK_D
     for name, (fields, inputs) in torch.load(request).items():
         case = Case(**fields)
@@ -207,15 +234,23 @@ def compile_main(response: Path) -> None:
 
     from kernels.slstm.triton import backward, forward, function
 
-    kernels = {"forward": (forward._forward_kernel, dict(STORE_PREACTIVATIONS=True)),
-               "backward": (backward._backward_kernel, dict(HAS_CLIP=True))}
+    kernels = {
+        "forward": (forward._forward_kernel, dict(STORE_PREACTIVATIONS=True)),
+        "backward": (backward._backward_kernel, dict(HAS_CLIP=True)),
+    }
     shared = {}
     for target_name, (capability, _) in COMPILE_TARGETS.items():
         for dtype, type_name in ((torch.bfloat16, "bf16"), (torch.float32, "fp32")):
             tiles = function.tile_sizes(192, dtype)
             for kernel_name, (kernel, options) in kernels.items():
-                constants = dict(FORGET_EXP=False, DOT_PRECISION=forward.dot_precision(torch.empty(0, dtype=dtype)),
-                                 UPCAST=False, BLOCK_B=tiles["block_b"], BLOCK_D=tiles["block_d"], **options)
+                constants = dict(
+                    FORGET_EXP=False,
+                    DOT_PRECISION=forward.dot_precision(torch.empty(0, dtype=dtype)),
+                    UPCAST=False,
+                    BLOCK_B=tiles["block_b"],
+                    BLOCK_D=tiles["block_d"],
+                    **options,
+                )
                 constants |= {name: 1 for name in UNIT_STRIDES if name in kernel.arg_names}
                 signature = {}
                 for name in kernel.arg_names:
@@ -227,11 +262,16 @@ def compile_main(response: Path) -> None:
                         signature[name] = "i32"
                     else:
                         signature[name] = f"*{type_name}" if name in MATMUL_POINTERS else "*fp32"
-                aligned = {(index,): [["tt.divisibility", 16]] for index, name in enumerate(kernel.arg_names)
-                           if signature[name] != "constexpr" and name not in ("num_heads", "clip")}
-                compiled = triton.compile(ASTSource(kernel, signature, constants, aligned),
-                                          target=GPUTarget("cuda", capability, 32),
-                                          options=dict(num_warps=tiles["num_warps"]))
+                aligned = {
+                    (index,): [["tt.divisibility", 16]]
+                    for index, name in enumerate(kernel.arg_names)
+                    if signature[name] != "constexpr" and name not in ("num_heads", "clip")
+                }
+                compiled = triton.compile(
+                    ASTSource(kernel, signature, constants, aligned),
+                    target=GPUTarget("cuda", capability, 32),
+                    options=dict(num_warps=tiles["num_warps"]),
+                )
                 assert compiled.asm["cubin"], (target_name, type_name, kernel_name)
                 shared[f"{target_name} {type_name} {kernel_name}"] = compiled.metadata.shared
     response.write_text(json.dumps(shared))
@@ -241,8 +281,14 @@ def compile_main(response: Path) -> None:
 def test_the_kernels_compile_for_hopper_and_ampere_within_their_shared_memory(tmp_path):
     response = tmp_path / "shared.json"
     environment = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
-    child = subprocess.run([sys.executable, "-m", "tests.test_slstm_triton", "compile", str(response)], cwd=ROOT,
-                           env=environment, capture_output=True, text=True, timeout=CHILD_TIMEOUT_SECONDS)
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.test_slstm_triton", "compile", str(response)],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT_SECONDS,
+    )
     assert child.returncode == 0, f"compile child failed:\n{child.stderr[-6000:]}"
     shared = json.loads(response.read_text())
     assert len(shared) == 2 * 2 * len(COMPILE_TARGETS)
@@ -353,8 +399,10 @@ def gpu_run(backend, wx, R, b, weight, *, autocast: bool):
 
 
 def relative_errors(values, references) -> list[float]:
-    return [((value.double() - reference.double()).abs().max() / reference.double().abs().max()).item()
-            for value, reference in zip(values, references)]
+    return [
+        ((value.double() - reference.double()).abs().max() / reference.double().abs().max()).item()
+        for value, reference in zip(values, references)
+    ]
 
 
 # precision -> (wx dtype, autocast, error allowed whatever the torch backend's, multiple of the torch backend's error)

@@ -63,7 +63,9 @@ class FakeSlurm:
     def called(self, pid: int, command: str) -> bool:
         """Whether process ``pid`` has called ``command``."""
         calls = self.state / "calls.log"
-        return calls.exists() and any(line.split()[:2] == [str(pid), command] for line in calls.read_text().splitlines())
+        return calls.exists() and any(
+            line.split()[:2] == [str(pid), command] for line in calls.read_text().splitlines()
+        )
 
     def command(self, *arguments: str) -> subprocess.CompletedProcess:
         return subprocess.run(arguments, capture_output=True, text=True, timeout=60)
@@ -97,14 +99,30 @@ def console_text(console: Console) -> str:
     return console.file.getvalue()
 
 
-def sweep(root: Path, *overrides: str, artifact=None, run_function: str = RECORD_RUN, wait: bool = True,
-          where: tuple[str, ...] = ()) -> tuple[int, str]:
+def sweep(
+    root: Path,
+    *overrides: str,
+    artifact=None,
+    run_function: str = RECORD_RUN,
+    wait: bool = True,
+    where: tuple[str, ...] = (),
+) -> tuple[int, str]:
     """A slurm sweep in this process (the fakes on PATH), its exit code and output."""
     console = Console(file=io.StringIO(), width=250)
     artifact = artifact or small_artifact(["xlstm_0_1", "xlstm_1_0"])
-    code = run_sweep(artifact, "smoke", launcher="slurm", overrides=[NO_TORCH, *overrides], run_function=run_function,
-                     root=root, console=console, wait=wait, poll_seconds=POLL, stale_after_seconds=30.0,
-                     where=list(where))
+    code = run_sweep(
+        artifact,
+        "smoke",
+        launcher="slurm",
+        overrides=[NO_TORCH, *overrides],
+        run_function=run_function,
+        root=root,
+        console=console,
+        wait=wait,
+        poll_seconds=POLL,
+        stale_after_seconds=30.0,
+        where=list(where),
+    )
     return code, console_text(console)
 
 
@@ -121,20 +139,47 @@ def submitted_jobs(root: Path) -> list[str]:
 
 @pytest.mark.slow  # plans the paper's runs in three processes
 def test_a_paper_sweep_submits_one_array_with_its_nodes_gpus_requeue_and_a_rerun_submits_nothing_queued(
-        fake_slurm, tmp_path):
+    fake_slurm, tmp_path
+):
     """Table 1 at paper scale with the README's placement: one array of 15 jobs of 8 nodes x 8 GPUs, SLURM's warning
     before the time limit, requeue allowed; nothing runs (held). Run again while it is queued, the sweep submits no
     second array; `status` lists the 15 runs as queued."""
     fake_slurm.hold()
-    command = [sys.executable, "-m", "experiments.cli", "sweep", "spaj15b_model_results", "--scale", "paper",
-               "--launcher", "slurm", "--no-wait", "--root", str(tmp_path / "runs"), "+trainer.num_nodes=8",
-               "hydra.launcher.nodes=8", "hydra.launcher.tasks_per_node=8", "hydra.launcher.gpus_per_node=8",
-               "hydra.launcher.partition=gpu", "hydra.launcher.account=xlstm"]
+    command = [
+        sys.executable,
+        "-m",
+        "experiments.cli",
+        "sweep",
+        "spaj15b_model_results",
+        "--scale",
+        "paper",
+        "--launcher",
+        "slurm",
+        "--no-wait",
+        "--root",
+        str(tmp_path / "runs"),
+        "+trainer.num_nodes=8",
+        "hydra.launcher.nodes=8",
+        "hydra.launcher.tasks_per_node=8",
+        "hydra.launcher.gpus_per_node=8",
+        "hydra.launcher.partition=gpu",
+        "hydra.launcher.account=xlstm",
+    ]
     first = subprocess.run(command, cwd=REPOSITORY_ROOT, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stdout + first.stderr
     [script] = fake_slurm.scripts()
-    for line in ["--array=0-14%15", "--nodes=8", "--ntasks-per-node=8", "--gpus-per-node=8", "--signal=USR1@120",
-                 "--open-mode=append", "--requeue", "--partition=gpu", "--account=xlstm", "--mem-per-gpu=64G"]:
+    for line in [
+        "--array=0-14%15",
+        "--nodes=8",
+        "--ntasks-per-node=8",
+        "--gpus-per-node=8",
+        "--signal=USR1@120",
+        "--open-mode=append",
+        "--requeue",
+        "--partition=gpu",
+        "--account=xlstm",
+        "--mem-per-gpu=64G",
+    ]:
         assert f"#SBATCH {line}\n" in script
     assert "export SLURM_KILL_BAD_EXIT=1\n" in script and "\nsrun " in script
     assert len(fake_slurm.jobs()) == 15 and {job["state"] for job in fake_slurm.jobs()} == {"PENDING"}
@@ -143,14 +188,30 @@ def test_a_paper_sweep_submits_one_array_with_its_nodes_gpus_requeue_and_a_rerun
     assert again.returncode == 0, again.stdout + again.stderr
     assert len(fake_slurm.scripts()) == 1 and len(fake_slurm.jobs()) == 15
     assert "15 runs queued or running as SLURM jobs" in " ".join(again.stdout.split())
-    status = subprocess.run([sys.executable, "-m", "experiments.cli", "status", "spaj15b_model_results", "--scale",
-                             "paper", "--root", str(tmp_path / "runs"), "+trainer.num_nodes=8"], cwd=REPOSITORY_ROOT,
-                            capture_output=True, text=True, timeout=300)
+    status = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "experiments.cli",
+            "status",
+            "spaj15b_model_results",
+            "--scale",
+            "paper",
+            "--root",
+            str(tmp_path / "runs"),
+            "+trainer.num_nodes=8",
+        ],
+        cwd=REPOSITORY_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert status.returncode == 0 and "15 runs: done 0, queued 15, running 0, failed 0" in status.stdout, status.stdout
 
 
-def test_a_sweep_submits_one_requeueable_array_and_exits_and_its_rerun_while_queued_submits_nothing(fake_slurm,
-                                                                                                    tmp_path):
+def test_a_sweep_submits_one_requeueable_array_and_exits_and_its_rerun_while_queued_submits_nothing(
+    fake_slurm, tmp_path
+):
     """Quick (the fake cluster holds its queue: nothing runs). Rerunning a sweep while its jobs were queued submitted a
     second array (30 pending instead of 15); now the rerun asks squeue about the jobs its runs recorded and submits
     none of them again. ``--no-wait`` submits and exits."""
@@ -175,14 +236,34 @@ def test_two_sweeps_of_the_same_runs_on_slurm_submit_them_once_and_both_collect_
     second array; now the second sweep finds the jobs queued and waits for them."""
     fake_slurm.hold()
     root = tmp_path / "runs"
-    arguments = [sys.executable, "-m", "experiments.sweeps.sweep", "sweep-fixture", "--scale", "smoke", "--launcher",
-                 "slurm", "--run-function", RECORD_RUN, "--root", str(root), "--poll-seconds", str(POLL), "--where",
-                 "model=xlstm_0_1", NO_TORCH, *CPU_JOBS]
-    first = subprocess.Popen(arguments, cwd=REPOSITORY_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    arguments = [
+        sys.executable,
+        "-m",
+        "experiments.sweeps.sweep",
+        "sweep-fixture",
+        "--scale",
+        "smoke",
+        "--launcher",
+        "slurm",
+        "--run-function",
+        RECORD_RUN,
+        "--root",
+        str(root),
+        "--poll-seconds",
+        str(POLL),
+        "--where",
+        "model=xlstm_0_1",
+        NO_TORCH,
+        *CPU_JOBS,
+    ]
+    first = subprocess.Popen(
+        arguments, cwd=REPOSITORY_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     try:
         wait_until(lambda: len(submitted_jobs(root)) == 2, timeout_seconds=120)
-        second = subprocess.Popen(arguments, cwd=REPOSITORY_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True)
+        second = subprocess.Popen(
+            arguments, cwd=REPOSITORY_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         wait_until(lambda: len(fake_slurm.scripts()) > 1 or fake_slurm.called(second.pid, "squeue"))  # it has planned
         fake_slurm.release()
         outputs = [first.communicate(timeout=120)[0], second.communicate(timeout=120)[0]]
@@ -210,8 +291,14 @@ def test_a_job_that_dies_fails_its_run_only_and_the_wait_collects_the_others(fak
     root = tmp_path / "runs"
     artifact = small_artifact(["xlstm_0_1", "xlstm_1_0", "xlstm_1_1"])
     monkeypatch.setenv(EXIT_MODEL_VARIABLE, "xlstm_1_0")
-    code, output = sweep(root, *CPU_JOBS, "hydra.launcher.array_parallelism=1", artifact=artifact,
-                         run_function=DYING_RUN, where=("task=parity",))
+    code, output = sweep(
+        root,
+        *CPU_JOBS,
+        "hydra.launcher.array_parallelism=1",
+        artifact=artifact,
+        run_function=DYING_RUN,
+        where=("task=parity",),
+    )
     assert code == 1, output
     lines = " ".join(output.split())
     assert "done: model=xlstm_0_1" in lines and "done: model=xlstm_1_1" in lines
@@ -229,7 +316,8 @@ def test_a_job_that_dies_fails_its_run_only_and_the_wait_collects_the_others(fak
 
 @pytest.mark.slow  # the jobs' processes: a few seconds each under load
 def test_the_ranks_of_a_job_that_lost_the_claim_exit_with_rank_0_and_a_run_finished_meanwhile_is_not_resubmitted(
-        fake_slurm, tmp_path):
+    fake_slurm, tmp_path
+):
     """Another worker claims a run while its two-task job waits in the queue: rank 0 finds the run claimed and rank 1,
     told so, exits with it (it trained alone and waited for rank 0 in the rendezvous). The sweep waits for the claim;
     the other worker finishes the run, and the sweep does not submit it again."""
@@ -237,10 +325,35 @@ def test_the_ranks_of_a_job_that_lost_the_claim_exit_with_rank_0_and_a_run_finis
     fake_slurm.hold()
     with open(log, "w") as output:
         sweep_process = subprocess.Popen(
-            [sys.executable, "-m", "experiments.sweeps.sweep", "sweep-fixture", "--scale", "smoke", "--launcher",
-             "slurm", "--run-function", GLOO_RUN, "--root", str(root), "--poll-seconds", str(POLL), "--claim-timeout",
-             "30", "--where", "model=xlstm_0_1", "--where", "task=parity", NO_TORCH, *TWO_TASKS],
-            cwd=REPOSITORY_ROOT, stdout=output, stderr=subprocess.STDOUT, text=True)
+            [
+                sys.executable,
+                "-m",
+                "experiments.sweeps.sweep",
+                "sweep-fixture",
+                "--scale",
+                "smoke",
+                "--launcher",
+                "slurm",
+                "--run-function",
+                GLOO_RUN,
+                "--root",
+                str(root),
+                "--poll-seconds",
+                str(POLL),
+                "--claim-timeout",
+                "30",
+                "--where",
+                "model=xlstm_0_1",
+                "--where",
+                "task=parity",
+                NO_TORCH,
+                *TWO_TASKS,
+            ],
+            cwd=REPOSITORY_ROOT,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
     try:
         wait_until(lambda: len(submitted_jobs(root)) == 1, timeout_seconds=120)
         [run_dir] = [path.parent for path in root.glob(f"smoke/*/*/{JOB_FILE}")]
@@ -276,8 +389,9 @@ def requeued_sweep(root: Path, usr1: str, monkeypatch) -> tuple[Path, str]:
 
 @pytest.mark.slow  # two processes per attempt, each importing torch, two attempts
 @pytest.mark.parametrize("during", ["backward", "preparation"])
-def test_a_job_signalled_before_its_time_limit_saves_requeues_and_resumes_where_it_stopped(fake_slurm, tmp_path,
-                                                                                           during, monkeypatch):
+def test_a_job_signalled_before_its_time_limit_saves_requeues_and_resumes_where_it_stopped(
+    fake_slurm, tmp_path, during, monkeypatch
+):
     """SLURM's USR1 reaches rank 1 alone, inside its backward pass (or while it prepares its data): both ranks stop at
     the next step boundary with the state saved, rank 0 requeues the job, and its next attempt resumes there and
     ends with the weights of an uninterrupted run. (Lightning's handler saved inside the signal with a barrier that
@@ -317,17 +431,44 @@ def signalled_at_a_random_moment(fake_slurm, root: Path, seed: int) -> tuple[Pat
     log = root.parent / f"sweep-{seed}.log"
     with open(log, "w") as output:
         sweep_process = subprocess.Popen(
-            [sys.executable, "-m", "experiments.sweeps.sweep", "sweep-fixture", "--scale", "smoke", "--launcher",
-             "slurm", "--run-function", GLOO_RUN, "--root", str(root), "--poll-seconds", str(POLL), "--where",
-             "model=xlstm_0_1", "--where", "task=parity", NO_TORCH, *TWO_TASKS, "trainer.max_steps=20"],
-            cwd=REPOSITORY_ROOT, stdout=output, stderr=subprocess.STDOUT,
-            env=os.environ | {STEP_SECONDS_VARIABLE: "0.1", PREPARATION_SECONDS_VARIABLE: "0.5"})
+            [
+                sys.executable,
+                "-m",
+                "experiments.sweeps.sweep",
+                "sweep-fixture",
+                "--scale",
+                "smoke",
+                "--launcher",
+                "slurm",
+                "--run-function",
+                GLOO_RUN,
+                "--root",
+                str(root),
+                "--poll-seconds",
+                str(POLL),
+                "--where",
+                "model=xlstm_0_1",
+                "--where",
+                "task=parity",
+                NO_TORCH,
+                *TWO_TASKS,
+                "trainer.max_steps=20",
+            ],
+            cwd=REPOSITORY_ROOT,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=os.environ | {STEP_SECONDS_VARIABLE: "0.1", PREPARATION_SECONDS_VARIABLE: "0.5"},
+        )
     try:
+
         def started() -> bool:  # the workers handle USR1 (from their start), and are training if that is the phase
             jobs = fake_slurm.jobs()
-            return bool(jobs) and len(jobs[-1]["task_pids"]) == 2 and all(
-                catches(pid, signal.SIGUSR1) for pid in jobs[-1]["task_pids"]) and (
-                phase == "preparation" or len(run_dirs(root)) == 1 and len(attempts(run_dirs(root)[0])) == 2)
+            return (
+                bool(jobs)
+                and len(jobs[-1]["task_pids"]) == 2
+                and all(catches(pid, signal.SIGUSR1) for pid in jobs[-1]["task_pids"])
+                and (phase == "preparation" or len(run_dirs(root)) == 1 and len(attempts(run_dirs(root)[0])) == 2)
+            )
 
         wait_until(started, timeout_seconds=120)
         time.sleep(delay)
@@ -348,8 +489,9 @@ def test_usr1_at_a_random_moment_never_hangs_a_job_and_its_run_resumes_or_finish
     run_dir, moment = signalled_at_a_random_moment(fake_slurm, tmp_path / "runs", seed)
     result = json.loads((run_dir / RESULT_FILE).read_text())["metrics"]
     expected = reference_weights(seed=0, steps=20, world_size=2)
-    torch.testing.assert_close(torch.tensor([result[f"weight/{index}"] for index in range(len(expected))]), expected,
-                               msg=moment)
+    torch.testing.assert_close(
+        torch.tensor([result[f"weight/{index}"] for index in range(len(expected))]), expected, msg=moment
+    )
     started = attempts(run_dir)
     restarts = sorted({restart for _, restart, _ in started})
     assert restarts in ([0], [0, 1]), (moment, started)  # requeued at most once, or it finished first
@@ -358,22 +500,47 @@ def test_usr1_at_a_random_moment_never_hangs_a_job_and_its_run_resumes_or_finish
         assert len(resumed_at) == 1 and 0 < resumed_at.pop() < 20, (moment, started)
 
 
-LIGHTNING_RUN = ["trainer.num_threads=1", *TWO_TASKS, "trainer.strategy=ddp", "trainer.accelerator=cpu",
-                 "trainer.max_steps=60", "trainer.val_every_steps=60"]
+LIGHTNING_RUN = [
+    "trainer.num_threads=1",
+    *TWO_TASKS,
+    "trainer.strategy=ddp",
+    "trainer.accelerator=cpu",
+    "trainer.max_steps=60",
+    "trainer.val_every_steps=60",
+]
 
 
 def lightning_sweep(root: Path, log: Path) -> subprocess.Popen:
     """A slurm sweep of one run of the fixture trained by Lightning on the two tasks of its job (DDP over gloo)."""
     with open(log, "w") as output:
         return subprocess.Popen(
-            [sys.executable, "-m", "experiments.sweeps.sweep", "sweep-fixture", "--scale", "smoke", "--launcher",
-             "slurm", "--root", str(root), "--poll-seconds", "1", "--where", "model=xlstm_1_0", "--where",
-             "task=parity", *LIGHTNING_RUN], cwd=REPOSITORY_ROOT, stdout=output, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "experiments.sweeps.sweep",
+                "sweep-fixture",
+                "--scale",
+                "smoke",
+                "--launcher",
+                "slurm",
+                "--root",
+                str(root),
+                "--poll-seconds",
+                "1",
+                "--where",
+                "model=xlstm_1_0",
+                "--where",
+                "task=parity",
+                *LIGHTNING_RUN,
+            ],
+            cwd=REPOSITORY_ROOT,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
 
 
 @pytest.mark.slow  # Lightning in two processes per attempt, three sweeps
-def test_a_lightning_run_signalled_at_random_moments_requeues_and_ends_as_the_uninterrupted_run(fake_slurm,
-                                                                                               tmp_path):
+def test_a_lightning_run_signalled_at_random_moments_requeues_and_ends_as_the_uninterrupted_run(fake_slurm, tmp_path):
     """The training path itself: USR1 to one or both ranks at a random moment after the workers started (while they
     import, prepare their data, build the model or train); the run stops at a step boundary with last.ckpt, the job
     requeues and resumes from it, and its results equal those of the same run uninterrupted."""
@@ -389,8 +556,13 @@ def test_a_lightning_run_signalled_at_random_moments_requeues_and_ends_as_the_un
         root, log = tmp_path / f"signalled-{seed}", tmp_path / f"signalled-{seed}.log"
         sweep_process = lightning_sweep(root, log)
         try:
-            wait_until(lambda: len(fake_slurm.jobs()) == seed + 2 and len(fake_slurm.jobs()[-1]["task_pids"]) == 2  # noqa: B023 (called in this iteration)
-                       and all(catches(pid, signal.SIGUSR1) for pid in fake_slurm.jobs()[-1]["task_pids"]))
+            wait_until(
+                lambda: (
+                    len(fake_slurm.jobs()) == seed + 2  # noqa: B023 (called in this iteration)
+                    and len(fake_slurm.jobs()[-1]["task_pids"]) == 2
+                    and all(catches(pid, signal.SIGUSR1) for pid in fake_slurm.jobs()[-1]["task_pids"])
+                )
+            )
             time.sleep(delay)
             for rank in ranks:
                 os.kill(fake_slurm.jobs()[-1]["task_pids"][rank], signal.SIGUSR1)

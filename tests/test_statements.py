@@ -48,6 +48,7 @@ def context_of(table: pd.DataFrame, mode: str = "min", **more) -> CheckContext:
 
 # --- orderings: pairs within a task only -----------------------------------------------------------------------------
 
+
 def test_order_agreement_pairs_cells_within_a_task_never_across_tasks():
     # every Pathfinder cell beats every ListOps cell in both orders (the tasks' scales), but within each task our
     # order is the paper's reversed: across-task pairs would agree, within-task pairs all disagree
@@ -58,8 +59,10 @@ def test_order_agreement_pairs_cells_within_a_task_never_across_tasks():
     found = order_agreement(names, tasks, reversed_within, paper, "max")
     assert (found.pairs, found.agreeing, len(found.disagreeing)) == (4, 0, 4)  # 3 + 1 pairs, none across tasks
     assert found.tau == -1.0 and found.holds == "no"
-    assert "0 of 4 pairs are in the paper's order (Kendall's tau-a -1.00) (ListOps: 0 of 3; Path: 0 of 1)" in \
-        found.sentence()
+    assert (
+        "0 of 4 pairs are in the paper's order (Kendall's tau-a -1.00) (ListOps: 0 of 3; Path: 0 of 1)"
+        in found.sentence()
+    )
     assert ("a ListOps", "c ListOps") in found.disagreeing  # the paper's better first
     same = order_agreement(names, tasks, paper, paper, "max")
     assert (same.agreeing, same.tau, same.holds) == (4, 1.0, "yes")
@@ -76,17 +79,23 @@ def test_order_agreement_reads_lower_as_better_in_min_mode_and_ignores_ties_and_
 
 # --- interval overlaps -----------------------------------------------------------------------------------------------
 
+
 def test_interval_overlaps_names_the_pairs_that_are_apart():
     # issue 33: "the 99% t-intervals of all five models overlap" was false for LSTM and xLSTM[0:1]
-    found = interval_overlaps({"LSTM": (0.07311, 0.07517), "xLSTM[0:1]": (0.07052, 0.07306),
-                               "Llama": (0.07172, 0.07358)})
+    found = interval_overlaps(
+        {"LSTM": (0.07311, 0.07517), "xLSTM[0:1]": (0.07052, 0.07306), "Llama": (0.07172, 0.07358)}
+    )
     assert found.apart == [("LSTM", "xLSTM[0:1]")]
     sentence = found.sentence("99% t-interval", 5)
-    assert sentence.startswith("1 of the 3 pairs of 99% t-intervals does not overlap: LSTM [0.07311, 0.07517] and "
-                               "xLSTM[0:1] [0.07052, 0.07306]")
+    assert sentence.startswith(
+        "1 of the 3 pairs of 99% t-intervals does not overlap: LSTM [0.07311, 0.07517] and "
+        "xLSTM[0:1] [0.07052, 0.07306]"
+    )
     touching = interval_overlaps({"a": (0.0, 1.0), "b": (1.0, 2.0), "c": (0.5, math.nan)})  # c: no interval
-    assert touching.overlapping == [("a", "b")] and touching.sentence("interval", 1) == \
-        "Every two of the 2 intervals overlap."
+    assert (
+        touching.overlapping == [("a", "b")]
+        and touching.sentence("interval", 1) == "Every two of the 2 intervals overlap."
+    )
     assert interval_overlaps({"a": (0, 1), "b": (2, 3)}).sentence("interval", 0) == "No two of the 2 intervals overlap."
 
 
@@ -95,15 +104,18 @@ def test_interval_overlaps_names_the_pairs_that_are_apart():
 LENGTHS = [128, 256, 512, 1024, 2048, 4096]
 
 
-@pytest.mark.parametrize("values, expected", [
-    ([5.0 for _ in LENGTHS], "flat"),
-    ([0.01 * x for x in LENGTHS], "linear"),
-    ([1e-5 * x * x for x in LENGTHS], "quadratic"),
-    ([x ** 0.5 for x in LENGTHS], "sublinear"),
-    ([x ** 1.5 for x in LENGTHS], "superlinear"),
-    ([1 / x for x in LENGTHS], "falling"),
-    ([20.9, 11.6, 11.6, 11.6, 11.6, 11.6], "flat"),  # the upper half of the lengths decides
-])
+@pytest.mark.parametrize(
+    "values, expected",
+    [
+        ([5.0 for _ in LENGTHS], "flat"),
+        ([0.01 * x for x in LENGTHS], "linear"),
+        ([1e-5 * x * x for x in LENGTHS], "quadratic"),
+        ([x**0.5 for x in LENGTHS], "sublinear"),
+        ([x**1.5 for x in LENGTHS], "superlinear"),
+        ([1 / x for x in LENGTHS], "falling"),
+        ([20.9, 11.6, 11.6, 11.6, 11.6, 11.6], "flat"),  # the upper half of the lengths decides
+    ],
+)
 def test_growth_class_follows_the_exponent_over_the_upper_half_of_the_sizes(values, expected):
     assert growth_class(growth_exponent(LENGTHS, values)) == expected
 
@@ -113,16 +125,21 @@ def test_growth_from_two_sizes_falls_by_its_exponent_and_one_size_says_unknown()
     k = growth_exponent([256, 1024], [20.9, 11.6])
     assert k == pytest.approx(math.log(11.6 / 20.9) / math.log(4)) and growth_class(k) == "falling"
     assert growth_class(growth_exponent([256], [1.0])) == "unknown"
-    assert [growth_agreement("quadratic", found) for found in ("quadratic", "superlinear", "linear")] == \
-        ["yes", "partly", "no"]
+    assert [growth_agreement("quadratic", found) for found in ("quadratic", "superlinear", "linear")] == [
+        "yes",
+        "partly",
+        "no",
+    ]
 
 
 # --- separation of cells against their seeds' spread ----------------------------------------------------------------
 
+
 def test_separation_says_the_ratio_it_computes_not_a_rounder_one():
     # issue 33: "at least three times the widest seed range" where 10.0 / 3.4 = 2.94
-    found = separation(["pre", "post", "none"], [221.2, 245.0, 231.2], [220.0, 244.0, 229.5], [222.4, 246.0, 232.9],
-                       [2, 2, 2])
+    found = separation(
+        ["pre", "post", "none"], [221.2, 245.0, 231.2], [220.0, 244.0, 229.5], [222.4, 246.0, 232.9], [2, 2, 2]
+    )
     assert found.closest == ("pre", "none") and found.gap == pytest.approx(10.0)
     assert found.widest_cell == "none" and found.ratio == pytest.approx(10.0 / 3.4)
     sentence = found.sentence(1)
@@ -134,11 +151,17 @@ def test_separation_says_the_ratio_it_computes_not_a_rounder_one():
 
 def test_change_keeps_within_the_tolerance_and_rises_beyond_it():
     assert relative_change(200.0, 216.0) == pytest.approx(0.08)
-    assert [change_class(change, 0.05) for change in (-0.3, 0.0, 0.049, 0.05, 0.5)] == \
-        ["keeps", "keeps", "keeps", "rises", "rises"]
+    assert [change_class(change, 0.05) for change in (-0.3, 0.0, 0.049, 0.05, 0.5)] == [
+        "keeps",
+        "keeps",
+        "keeps",
+        "rises",
+        "rises",
+    ]
 
 
 # --- each kind of finding, checked against cells that make it hold and not ------------------------------------------
+
 
 def judged(finding: Finding, rows: list[dict], mode: str = "min", **more) -> str:
     table = cell_table(rows)
@@ -147,8 +170,10 @@ def judged(finding: Finding, rows: list[dict], mode: str = "min", **more) -> str
 
 def test_a_solved_finding_holds_when_every_run_solves_and_not_when_none_does():
     finding = Finding(quote="q", source="s", expect={"solved": ["lstm"], "unsolved": ["llama"]}, threshold=0.9)
-    rows = lambda lstm, llama: [{"model": "lstm", "task": "parity", "x": 1, "values": lstm},
-                                {"model": "llama", "task": "parity", "x": 1, "values": llama}]
+    rows = lambda lstm, llama: [
+        {"model": "lstm", "task": "parity", "x": 1, "values": lstm},
+        {"model": "llama", "task": "parity", "x": 1, "values": llama},
+    ]
     assert judged(finding, rows([1.0, 0.95], [0.1, 0.2]), "max") == HOLDS
     assert judged(finding, rows([1.0, 0.5], [0.1, 0.2]), "max") == PARTLY  # lstm mixed
     assert judged(finding, rows([0.1, 0.2], [1.0, 0.95]), "max") == DOES_NOT_HOLD
@@ -157,8 +182,10 @@ def test_a_solved_finding_holds_when_every_run_solves_and_not_when_none_does():
 
 def test_a_below_finding_compares_each_run_with_the_other_models_mean():
     finding = Finding(quote="q", source="s", expect={"below": ["xlstm_0_1"]}, than="lstm")
-    rows = lambda mine: [{"model": "lstm", "task": "nns", "x": 1, "values": [0.0740, 0.0741, 0.0742]},
-                         {"model": "xlstm_0_1", "task": "nns", "x": 1, "values": mine}]
+    rows = lambda mine: [
+        {"model": "lstm", "task": "nns", "x": 1, "values": [0.0740, 0.0741, 0.0742]},
+        {"model": "xlstm_0_1", "task": "nns", "x": 1, "values": mine},
+    ]
     assert judged(finding, rows([0.0700, 0.0701, 0.0702])) == HOLDS
     assert judged(finding, rows([0.080, 0.081, 0.082])) == DOES_NOT_HOLD
     # with intervals: below in every run but the 99% t-intervals share values -> partly
@@ -169,8 +196,10 @@ def test_a_below_finding_compares_each_run_with_the_other_models_mean():
 def test_an_order_finding_holds_only_for_the_papers_order_within_each_task():
     finding = Finding(quote="q", source="s", order="paper")
     paper = {("a", "t1"): 0.2, ("b", "t1"): 0.3, ("a", "t2"): 0.8, ("b", "t2"): 0.9}
-    rows = lambda ours: [{"model": model, "task": task, "x": 1, "values": [ours[model, task]],
-                          "paper": paper[model, task]} for model, task in paper]
+    rows = lambda ours: [
+        {"model": model, "task": task, "x": 1, "values": [ours[model, task]], "paper": paper[model, task]}
+        for model, task in paper
+    ]
     assert judged(finding, rows(paper), "max") == HOLDS
     reversed_within = {("a", "t1"): 0.3, ("b", "t1"): 0.2, ("a", "t2"): 0.9, ("b", "t2"): 0.8}
     assert judged(finding, rows(reversed_within), "max") == DOES_NOT_HOLD  # across tasks it would agree
@@ -178,32 +207,43 @@ def test_an_order_finding_holds_only_for_the_papers_order_within_each_task():
 
 def test_a_rank_finding_holds_when_the_model_is_among_the_best_of_each_group():
     finding = Finding(quote="q", source="s", rank={"models": ["xlstm_1_0"], "top": 2, "by": "task"})
-    rows = lambda values: [{"model": model, "task": task, "x": 1, "values": [value]}
-                           for (model, task), value in values.items()]
+    rows = lambda values: [
+        {"model": model, "task": task, "x": 1, "values": [value]} for (model, task), value in values.items()
+    ]
     best = {("xlstm_1_0", "a"): 1.0, ("mamba", "a"): 2.0, ("rwkv4", "a"): 3.0}
     assert judged(finding, rows(best)) == HOLDS
-    third = {("xlstm_1_0", "a"): 3.0, ("mamba", "a"): 2.0, ("rwkv4", "a"): 1.0,
-             ("xlstm_1_0", "b"): 1.0, ("mamba", "b"): 2.0, ("rwkv4", "b"): 3.0}
+    third = {
+        ("xlstm_1_0", "a"): 3.0,
+        ("mamba", "a"): 2.0,
+        ("rwkv4", "a"): 1.0,
+        ("xlstm_1_0", "b"): 1.0,
+        ("mamba", "b"): 2.0,
+        ("rwkv4", "b"): 3.0,
+    }
     assert judged(finding, rows(third)) == PARTLY  # third in a, first in b
     assert judged(finding, rows({key: value for key, value in third.items() if key[1] == "a"})) == DOES_NOT_HOLD
 
 
 def test_a_growth_finding_holds_for_the_papers_class_and_partly_for_its_side_of_linear():
     finding = Finding(quote="q", source="s", growth={"linear": ["mamba"], "quadratic": ["llama"]})
-    rows = lambda llama: [*({"model": "mamba", "task": "gen", "x": x, "values": [0.01 * x]} for x in LENGTHS),
-                          *({"model": "llama", "task": "gen", "x": x, "values": [llama(x)]} for x in LENGTHS)]
+    rows = lambda llama: [
+        *({"model": "mamba", "task": "gen", "x": x, "values": [0.01 * x]} for x in LENGTHS),
+        *({"model": "llama", "task": "gen", "x": x, "values": [llama(x)]} for x in LENGTHS),
+    ]
     assert judged(finding, rows(lambda x: 1e-5 * x * x)) == HOLDS
-    assert judged(finding, rows(lambda x: x ** 1.3)) == PARTLY  # superlinear, not quadratic
+    assert judged(finding, rows(lambda x: x**1.3)) == PARTLY  # superlinear, not quadratic
     linear_everywhere = Finding(quote="q", source="s", growth={"quadratic": ["llama", "mamba"]})
     assert judged(linear_everywhere, rows(lambda x: 0.02 * x)) == DOES_NOT_HOLD
 
 
 def test_a_change_finding_tells_keeping_from_rising():
     finding = Finding(quote="q", source="s", change={"keeps": ["xlstm_1_0"], "rises": ["llama"]})
-    rows = lambda xlstm, llama: [{"model": "xlstm_1_0", "task": "lm", "x": 256, "values": [200.0]},
-                                 {"model": "xlstm_1_0", "task": "lm", "x": 2048, "values": [xlstm]},
-                                 {"model": "llama", "task": "lm", "x": 256, "values": [200.0]},
-                                 {"model": "llama", "task": "lm", "x": 2048, "values": [llama]}]
+    rows = lambda xlstm, llama: [
+        {"model": "xlstm_1_0", "task": "lm", "x": 256, "values": [200.0]},
+        {"model": "xlstm_1_0", "task": "lm", "x": 2048, "values": [xlstm]},
+        {"model": "llama", "task": "lm", "x": 256, "values": [200.0]},
+        {"model": "llama", "task": "lm", "x": 2048, "values": [llama]},
+    ]
     assert judged(finding, rows(198.0, 260.0)) == HOLDS
     assert judged(finding, rows(198.0, 201.0)) == PARTLY
     assert judged(finding, rows(260.0, 190.0)) == DOES_NOT_HOLD
@@ -211,9 +251,10 @@ def test_a_change_finding_tells_keeping_from_rising():
 
 def test_a_beats_finding_holds_at_every_size_and_partly_at_some():
     finding = Finding(quote="q", source="s", beats={"xlstm_1_0": "mamba"})
-    rows = lambda mamba: [*({"model": "xlstm_1_0", "task": "lm", "x": x, "values": [10.0]} for x in (1, 2)),
-                          *({"model": "mamba", "task": "lm", "x": x, "values": [value]}
-                            for x, value in zip((1, 2), mamba))]
+    rows = lambda mamba: [
+        *({"model": "xlstm_1_0", "task": "lm", "x": x, "values": [10.0]} for x in (1, 2)),
+        *({"model": "mamba", "task": "lm", "x": x, "values": [value]} for x, value in zip((1, 2), mamba)),
+    ]
     assert judged(finding, rows([11.0, 12.0])) == HOLDS
     assert judged(finding, rows([11.0, 9.0])) == PARTLY
     assert judged(finding, rows([9.0, 9.0])) == DOES_NOT_HOLD
@@ -221,10 +262,10 @@ def test_a_beats_finding_holds_at_every_size_and_partly_at_some():
 
 def test_an_out_of_memory_finding_holds_when_the_model_runs_out_first():
     finding = Finding(quote="q", source="s", out_of_memory_first=["llama"])
-    rows = lambda llama, rwkv: [*({"model": "llama", "task": "t", "x": x, "values": [1.0], "oom": float(x >= llama)}
-                                  for x in (64, 128, 256)),
-                                *({"model": "rwkv4", "task": "t", "x": x, "values": [1.0], "oom": float(x >= rwkv)}
-                                  for x in (64, 128, 256))]
+    rows = lambda llama, rwkv: [
+        *({"model": "llama", "task": "t", "x": x, "values": [1.0], "oom": float(x >= llama)} for x in (64, 128, 256)),
+        *({"model": "rwkv4", "task": "t", "x": x, "values": [1.0], "oom": float(x >= rwkv)} for x in (64, 128, 256)),
+    ]
     assert judged(finding, rows(128, 512), out_of_memory="oom") == HOLDS
     assert judged(finding, rows(256, 256), out_of_memory="oom") == PARTLY
     assert judged(finding, rows(256, 128), out_of_memory="oom") == DOES_NOT_HOLD

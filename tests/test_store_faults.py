@@ -22,13 +22,23 @@ FIXTURE_RUNS = 6  # sweep-fixture's smoke grid, which the command line sweeps
 
 
 def sweep(root: Path, *arguments: str) -> subprocess.CompletedProcess:
-    return subprocess.run(sweep_command_line(root, "--jobs", "2", *arguments), cwd=REPOSITORY_ROOT, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        sweep_command_line(root, "--jobs", "2", *arguments),
+        cwd=REPOSITORY_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def command(*arguments: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "experiments.cli", *arguments], cwd=REPOSITORY_ROOT, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "experiments.cli", *arguments],
+        cwd=REPOSITORY_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @contextmanager
@@ -57,10 +67,15 @@ def test_a_file_in_the_way_of_a_run_directory_fails_that_run_only_and_readers_na
     blocked.write_text("not a directory")
     finished = command(*plain_sweep)
     assert finished.returncode == 1 and "Traceback" not in finished.stdout + finished.stderr
-    assert "failed: 1" in finished.stdout and f"[Errno 17] File exists: '{blocked}'" in " ".join(finished.stdout.split())
+    assert "failed: 1" in finished.stdout and f"[Errno 17] File exists: '{blocked}'" in " ".join(
+        finished.stdout.split()
+    )
     assert sum(is_done(path) for path in run_dirs(tmp_path)) == FIXTURE_RUNS - 1
-    for reader in (["list", "sweep-fixture", "--scale", "smoke"], ["sweep", "sweep-fixture", "--scale", "smoke", "--dry-run"],
-                   ["report", "sweep-fixture", "--scale", "smoke", "--destination", str(tmp_path / "reports")]):
+    for reader in (
+        ["list", "sweep-fixture", "--scale", "smoke"],
+        ["sweep", "sweep-fixture", "--scale", "smoke", "--dry-run"],
+        ["report", "sweep-fixture", "--scale", "smoke", "--destination", str(tmp_path / "reports")],
+    ):
         read = command(*reader, "--root", str(tmp_path))
         assert read.returncode == 0 and "Traceback" not in read.stderr, read.stdout + read.stderr
         assert f"warning: {blocked} is a file where a run directory should be" in read.stderr
@@ -72,8 +87,10 @@ def test_a_read_only_run_store_stops_the_sweep_in_one_line(tmp_path):
     with tmpfs(tmp_path / "store", "size=1m,ro") as store:
         finished = sweep(store / "runs", NO_TORCH)
     assert finished.returncode == 1
-    assert finished.stderr.strip() == (f"xlstm-suite sweep: error: the run store {store / 'runs'} cannot be written: "
-                                       f"[Errno 30] Read-only file system: '{store / 'runs'}'")
+    assert finished.stderr.strip() == (
+        f"xlstm-suite sweep: error: the run store {store / 'runs'} cannot be written: "
+        f"[Errno 30] Read-only file system: '{store / 'runs'}'"
+    )
 
 
 def test_a_full_disk_stops_the_sweep_cleanly_and_leaves_no_temporary_file(tmp_path):
@@ -100,8 +117,12 @@ def test_a_claim_naming_a_live_process_that_did_not_write_it_is_taken_over_at_on
     # a live process that started at another time than the claim says: a reused pid or a copied claim (not the
     # test's parent: a shell that forks and execs pytest within one clock tick shares its start time)
     with subprocess.Popen(["sleep", "600"]) as unrelated:
-        holder = {"hostname": socket.gethostname(), "pid": unrelated.pid, "token": "copied",
-                  "process_start_ticks": process_start_ticks(unrelated.pid) - 1}
+        holder = {
+            "hostname": socket.gethostname(),
+            "pid": unrelated.pid,
+            "token": "copied",
+            "process_start_ticks": process_start_ticks(unrelated.pid) - 1,
+        }
         (run_dir / CLAIM_FILE).write_text(json.dumps(holder))
         finished = sweep(tmp_path, NO_TORCH)
         unrelated.kill()
@@ -129,8 +150,13 @@ def test_a_sweep_waits_for_a_claim_held_elsewhere_and_runs_it_once_its_heartbeat
 
     beating = threading.Thread(target=heartbeat, daemon=True)
     beating.start()
-    process = subprocess.Popen(sweep_command_line(tmp_path, "--jobs", "2", NO_TORCH, "--claim-timeout", "3"),
-                               cwd=REPOSITORY_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        sweep_command_line(tmp_path, "--jobs", "2", NO_TORCH, "--claim-timeout", "3"),
+        cwd=REPOSITORY_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     output, stopped = [], None
     for line in process.stdout:
         output.append(line)
@@ -141,5 +167,7 @@ def test_a_sweep_waits_for_a_claim_held_elsewhere_and_runs_it_once_its_heartbeat
     assert process.wait(timeout=300) == 0, "".join(output)
     assert stopped is not None, "".join(output)
     assert time.monotonic() - stopped > 3  # it waited for the heartbeat to go stale
-    assert "waiting for 1 runs that other workers hold (claimed by another-node pid 4242)" in " ".join("".join(output).split())
+    assert "waiting for 1 runs that other workers hold (claimed by another-node pid 4242)" in " ".join(
+        "".join(output).split()
+    )
     assert all(is_done(path) for path in run_dirs(tmp_path)) and count_lines(run_dir / EXECUTIONS) == 1

@@ -47,8 +47,9 @@ def test_list_and_planning_never_open_a_runs_metrics_csv(tmp_path):
     assert [path for path in opened if path.endswith(METRICS_FILE)] == []
 
 
-@pytest.mark.parametrize("change", [b"", b"step,val/loss\n1,lost\n", b"\xff\xfe\x00garbage"],
-                         ids=["emptied", "rewritten", "binary"])
+@pytest.mark.parametrize(
+    "change", [b"", b"step,val/loss\n1,lost\n", b"\xff\xfe\x00garbage"], ids=["emptied", "rewritten", "binary"]
+)
 def test_a_metrics_csv_changed_after_its_run_finished_makes_the_result_damaged(tmp_path, capsys, change):
     damaged, intact = finished_store(tmp_path, ())
     recorded = (damaged / METRICS_FILE).stat().st_size

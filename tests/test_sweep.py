@@ -65,16 +65,31 @@ def test_dry_run_lists_runs_and_estimate_and_writes_nothing(tmp_path):
 
 def test_dry_run_sums_the_selection_keys_per_cell_and_lists_every_run_only_when_verbose(tmp_path):
     done_before = small_artifact(["xlstm_1_0"], tasks=["parity"], seeds=[0])
-    assert run_sweep(done_before, "smoke", jobs=1, overrides=[NO_TORCH], run_function=RECORD_RUN, root=tmp_path, console=captured_console()) == 0
+    assert (
+        run_sweep(
+            done_before,
+            "smoke",
+            jobs=1,
+            overrides=[NO_TORCH],
+            run_function=RECORD_RUN,
+            root=tmp_path,
+            console=captured_console(),
+        )
+        == 0
+    )
     artifact = small_artifact(["xlstm_1_0", "xlstm_0_1"], tasks=["parity", "even_pairs"], seeds=[0, 1])
     [summary, verbose] = [captured_console(), captured_console()]
     run_sweep(artifact, "smoke", dry_run=True, overrides=[NO_TORCH], root=tmp_path, console=summary)
     run_sweep(artifact, "smoke", dry_run=True, verbose=True, overrides=[NO_TORCH], root=tmp_path, console=verbose)
-    rows = [line.split() for line in text_of(summary).splitlines() if line.split()[:1] in (["xlstm_1_0"], ["xlstm_0_1"])]
+    rows = [
+        line.split() for line in text_of(summary).splitlines() if line.split()[:1] in (["xlstm_1_0"], ["xlstm_0_1"])
+    ]
     # model, task, runs, done, missing, tokens (10 steps x batch 8 x length 40 per pending run)
     assert rows == [
-        ["xlstm_1_0", "parity", "2", "1", "1", "3.2e+03"], ["xlstm_1_0", "even_pairs", "2", "0", "2", "6.4e+03"],
-        ["xlstm_0_1", "parity", "2", "0", "2", "6.4e+03"], ["xlstm_0_1", "even_pairs", "2", "0", "2", "6.4e+03"],
+        ["xlstm_1_0", "parity", "2", "1", "1", "3.2e+03"],
+        ["xlstm_1_0", "even_pairs", "2", "0", "2", "6.4e+03"],
+        ["xlstm_0_1", "parity", "2", "0", "2", "6.4e+03"],
+        ["xlstm_0_1", "even_pairs", "2", "0", "2", "6.4e+03"],
     ]
     assert "each row sums the runs over optim.lr, seed" in text_of(summary)
     runs = artifact.runs("smoke", [NO_TORCH])
@@ -88,7 +103,10 @@ def test_dry_run_sums_the_selection_keys_per_cell_and_lists_every_run_only_when_
     [
         (("formal-nope", "smoke"), "unknown artifact 'formal-nope'"),
         (("sweep-fixture", "huge"), "unknown scale 'huge'"),
-        (("sweep-fixture", "smoke", "cluster"), "unknown launcher 'cluster'; valid choices: ['local', 'slurm', 'submitit_local']"),
+        (
+            ("sweep-fixture", "smoke", "cluster"),
+            "unknown launcher 'cluster'; valid choices: ['local', 'slurm', 'submitit_local']",
+        ),
     ],
 )
 def test_bad_sweep_input_fails_before_writing(tmp_path, arguments, message):
@@ -109,7 +127,9 @@ def test_failed_run_is_reported_and_the_others_finish(tmp_path):
     console = captured_console()
     artifact = small_artifact([UNBUILT_MODEL, "xlstm_0_1", "xlstm_1_0", "xlstm_1_1"])
     overrides = ["+debug.fail_model=xlstm_1_0", NO_TORCH]
-    exit_code = run_sweep(artifact, "smoke", jobs=2, overrides=overrides, run_function=RECORD_RUN, root=tmp_path, console=console)
+    exit_code = run_sweep(
+        artifact, "smoke", jobs=2, overrides=overrides, run_function=RECORD_RUN, root=tmp_path, console=console
+    )
     assert exit_code == 1
     failed = [run for run in artifact.runs("smoke", overrides) if run.cell["model"] == "xlstm_1_0"][0]
     failed_dir = tmp_path / "smoke" / "sweep-fixture" / failed.run_id
@@ -128,13 +148,18 @@ def test_a_killed_worker_fails_only_its_own_run(tmp_path):
     artifact = small_artifact(["xlstm_0_1", "xlstm_1_0", "xlstm_1_1"])
     # xlstm_0_1's run is in flight (sleeping for a second) when xlstm_1_0's worker is killed; xlstm_1_1's starts after
     overrides = ["+debug.exit_model=xlstm_1_0", "+debug.sleep_seconds=1", NO_TORCH]
-    exit_code = run_sweep(artifact, "smoke", jobs=2, overrides=overrides, run_function=RECORD_RUN, root=tmp_path, console=console)
+    exit_code = run_sweep(
+        artifact, "smoke", jobs=2, overrides=overrides, run_function=RECORD_RUN, root=tmp_path, console=console
+    )
     assert exit_code == 1
     runs = {run.run_id: run for run in artifact.runs("smoke", overrides)}
     failed = {path.name for path in run_dirs(tmp_path) if (path / "error.json").exists()}
     assert [runs[run_id].cell["model"] for run_id in failed] == ["xlstm_1_0"]
     error = json.loads((tmp_path / "smoke" / "sweep-fixture" / failed.pop() / "error.json").read_text())
-    assert error["message"] == "its worker process died while the run was in flight (killed by signal SIGKILL: out of memory?)"
+    assert (
+        error["message"]
+        == "its worker process died while the run was in flight (killed by signal SIGKILL: out of memory?)"
+    )
     assert sum(is_done(path) for path in run_dirs(tmp_path)) == 2 and "failed: 1" in text_of(console)
     assert all(count_lines(path / EXECUTIONS) == 1 for path in run_dirs(tmp_path))
 
@@ -143,16 +168,28 @@ def test_unavailable_models_do_not_fail_the_sweep_and_done_runs_are_skipped(tmp_
     artifact = small_artifact([UNBUILT_MODEL, "xlstm_1_0"])
     for _ in range(2):
         console = captured_console()
-        assert run_sweep(artifact, "smoke", jobs=1, overrides=[NO_TORCH], run_function=RECORD_RUN, root=tmp_path, console=console) == 0
+        assert (
+            run_sweep(
+                artifact, "smoke", jobs=1, overrides=[NO_TORCH], run_function=RECORD_RUN, root=tmp_path, console=console
+            )
+            == 0
+        )
     assert "skipped, already done: 1" in text_of(console)
     assert [count_lines(path / EXECUTIONS) for path in run_dirs(tmp_path)] == [1]
 
 
 def test_killed_sweep_continues_where_it_stopped(tmp_path):
     command = sweep_command_line(tmp_path, "--jobs", "2", "+debug.sleep_seconds=1")
-    sweep = subprocess.Popen(command, cwd=REPOSITORY_ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sweep = subprocess.Popen(
+        command, cwd=REPOSITORY_ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
-        wait_until(lambda: any(in_progress(path) for path in run_dirs(tmp_path)) and any(is_done(path) for path in run_dirs(tmp_path)))
+        wait_until(
+            lambda: (
+                any(in_progress(path) for path in run_dirs(tmp_path))
+                and any(is_done(path) for path in run_dirs(tmp_path))
+            )
+        )
     finally:
         os.killpg(sweep.pid, signal.SIGKILL)
         sweep.wait()
@@ -182,7 +219,10 @@ def in_progress(run_dir: Path) -> bool:
 
 def test_two_sweeps_started_together_run_every_run_once(tmp_path):
     command = sweep_command_line(tmp_path, "--jobs", "2", "+debug.sleep_seconds=0.5")
-    sweeps = [subprocess.Popen(command, cwd=REPOSITORY_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    sweeps = [
+        subprocess.Popen(command, cwd=REPOSITORY_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for _ in range(2)
+    ]
     outputs = [sweep.communicate()[0] for sweep in sweeps]
     assert [sweep.returncode for sweep in sweeps] == [0, 0], outputs
     assert len(run_dirs(tmp_path)) == 6
@@ -193,7 +233,15 @@ def test_two_sweeps_started_together_run_every_run_once(tmp_path):
 def test_submitit_local_launcher_runs_the_sweep_through_hydra(tmp_path):
     console = captured_console()
     artifact = small_artifact(["xlstm_1_0"], tasks=["parity", "even_pairs"])
-    exit_code = run_sweep(artifact, "smoke", launcher="submitit_local", overrides=[NO_TORCH], run_function=RECORD_RUN, root=tmp_path, console=console)
+    exit_code = run_sweep(
+        artifact,
+        "smoke",
+        launcher="submitit_local",
+        overrides=[NO_TORCH],
+        run_function=RECORD_RUN,
+        root=tmp_path,
+        console=console,
+    )
     assert exit_code == 0, text_of(console)
     assert len(run_dirs(tmp_path)) == 2 and all(is_done(path) for path in run_dirs(tmp_path))
     assert [count_lines(path / EXECUTIONS) for path in run_dirs(tmp_path)] == [1, 1]
@@ -206,9 +254,18 @@ def test_slurm_launcher_parameters_are_valid_hydra_overrides(tmp_path):
     """The slurm path cannot run here (no sbatch); Hydra must accept its launcher overrides all the same."""
     command = hydra_command(load_launcher("slurm")["hydra_launcher"], tmp_path, tmp_path / "manifest.json", 3)
     single_job = [part for part in command if part != "--multirun"][:-1] + ["+index=0"]
-    shown = subprocess.run([*single_job, "--cfg", "hydra", "--package", "hydra.launcher"], cwd=REPOSITORY_ROOT, capture_output=True, text=True)
+    shown = subprocess.run(
+        [*single_job, "--cfg", "hydra", "--package", "hydra.launcher"],
+        cwd=REPOSITORY_ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert shown.returncode == 0, shown.stderr
-    assert "SlurmLauncher" in shown.stdout and "gpus_per_node: 1" in shown.stdout and "array_parallelism: 64" in shown.stdout
+    assert (
+        "SlurmLauncher" in shown.stdout
+        and "gpus_per_node: 1" in shown.stdout
+        and "array_parallelism: 64" in shown.stdout
+    )
     assert "additional_parameters:\n  signal: USR1@120" in shown.stdout  # Lightning's requeue signal
 
 
@@ -224,22 +281,40 @@ def test_overrides_may_follow_options_on_the_command_line():
 
 def test_bad_input_on_the_command_line_is_one_line_and_exit_code_2(tmp_path, capsys):
     assert sweep_main(["formal-nope", "--scale", "smoke", "--root", str(tmp_path)]) == 2
-    assert capsys.readouterr().err.startswith("xlstm-suite sweep: error: unknown artifact 'formal-nope'; valid choices: [")
+    assert capsys.readouterr().err.startswith(
+        "xlstm-suite sweep: error: unknown artifact 'formal-nope'; valid choices: ["
+    )
     assert list(tmp_path.iterdir()) == []
 
 
 def test_where_runs_part_of_the_grid_with_the_same_run_ids(tmp_path):
     artifact = small_artifact(["xlstm_0_1", "xlstm_1_0"], tasks=["parity", "even_pairs"], seeds=[0, 1])
     console = captured_console()
-    assert run_sweep(artifact, "smoke", jobs=1, overrides=[NO_TORCH], run_function=RECORD_RUN, root=tmp_path,
-                     console=console, where=["model=xlstm_1_0", "seed=1", "seed=0", "task=parity"]) == 0
-    expected = {run.run_id for run in artifact.runs("smoke", [NO_TORCH])
-                if run.cell["model"] == "xlstm_1_0" and run.cell["task"] == "parity"}
+    assert (
+        run_sweep(
+            artifact,
+            "smoke",
+            jobs=1,
+            overrides=[NO_TORCH],
+            run_function=RECORD_RUN,
+            root=tmp_path,
+            console=console,
+            where=["model=xlstm_1_0", "seed=1", "seed=0", "task=parity"],
+        )
+        == 0
+    )
+    expected = {
+        run.run_id
+        for run in artifact.runs("smoke", [NO_TORCH])
+        if run.cell["model"] == "xlstm_1_0" and run.cell["task"] == "parity"
+    }
     assert {path.name for path in tmp_path.glob("smoke/*/*") if (path / "result.json").exists()} == expected
     assert len(expected) == 2 and "2 runs planned (--where: 2 of the grid's 8), 2 to run" in text_of(console)
     rest = captured_console()  # the whole grid afterwards skips them
-    assert run_sweep(artifact, "smoke", jobs=1, overrides=[NO_TORCH], run_function=RECORD_RUN, root=tmp_path,
-                     console=rest) == 0
+    assert (
+        run_sweep(artifact, "smoke", jobs=1, overrides=[NO_TORCH], run_function=RECORD_RUN, root=tmp_path, console=rest)
+        == 0
+    )
     assert "8 runs planned, 6 to run" in text_of(rest)
 
 
@@ -249,14 +324,19 @@ def test_where_compares_numbers_as_numbers():
     assert same_value("post_up_projection", "post_up_projection") and not same_value("llama", "1")
 
 
-@pytest.mark.parametrize("where, message", [
-    (["modell=xlstm_1_0"], "--where modell=...: 'modell' is not a key of the artifact's cells; valid keys: ['model'"),
-    (["model=llama"], "--where model=llama: no cell has that value; its values: ['xlstm_0_1', 'xlstm_1_0']"),
-    (["model"], "--where 'model' is not KEY=VALUE"),
-])
+@pytest.mark.parametrize(
+    "where, message",
+    [
+        (
+            ["modell=xlstm_1_0"],
+            "--where modell=...: 'modell' is not a key of the artifact's cells; valid keys: ['model'",
+        ),
+        (["model=llama"], "--where model=llama: no cell has that value; its values: ['xlstm_0_1', 'xlstm_1_0']"),
+        (["model"], "--where 'model' is not KEY=VALUE"),
+    ],
+)
 def test_a_bad_where_is_named_before_anything_runs(tmp_path, where, message):
     artifact = small_artifact(["xlstm_0_1", "xlstm_1_0"], tasks=["parity"], seeds=[0])
     with pytest.raises(ValueError, match=message.replace("[", r"\[")):
-        run_sweep(artifact, "smoke", overrides=[NO_TORCH], run_function=RECORD_RUN, root=tmp_path / "runs",
-                  where=where)
+        run_sweep(artifact, "smoke", overrides=[NO_TORCH], run_function=RECORD_RUN, root=tmp_path / "runs", where=where)
     assert not (tmp_path / "runs").exists()

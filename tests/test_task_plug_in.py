@@ -21,16 +21,21 @@ TOY = FIXTURES / "toy_family"
 def toy_family(monkeypatch):
     monkeypatch.setenv(PLUG_INS_VARIABLE, "tests.toy_task:TASK_FAMILIES")
     monkeypatch.setenv(EXTRA_CONFIGS_VARIABLE, str(TOY / "configs"))
-    monkeypatch.setenv(EXTRA_ARTIFACTS_VARIABLE, os.pathsep.join([os.environ[EXTRA_ARTIFACTS_VARIABLE],
-                                                                  str(TOY / "artifacts")]))
+    monkeypatch.setenv(
+        EXTRA_ARTIFACTS_VARIABLE, os.pathsep.join([os.environ[EXTRA_ARTIFACTS_VARIABLE], str(TOY / "artifacts")])
+    )
 
 
 def test_a_plugged_in_family_runs_through_sweep_and_report(toy_family, tmp_path, capsys):
     runs, reports = tmp_path / "runs", tmp_path / "reports"
     assert cli_main(["sweep", "toy-previous-token", "--scale", "smoke", "--root", str(runs)]) == 0
     assert len(list(runs.glob("smoke/toy-previous-token/*/result.json"))) == 1
-    assert cli_main(["report", "toy-previous-token", "--scale", "smoke", "--root", str(runs),
-                     "--destination", str(reports)]) == 0
+    assert (
+        cli_main(
+            ["report", "toy-previous-token", "--scale", "smoke", "--root", str(runs), "--destination", str(reports)]
+        )
+        == 0
+    )
     stem = reports / "smoke" / "toy-previous-token"
     table = pd.read_csv(stem.with_suffix(".csv"))
     assert table[["model", "task", "runs"]].values.tolist() == [["lstm", "previous_token", 1]]
@@ -41,13 +46,19 @@ def test_a_plugged_in_family_runs_through_sweep_and_report(toy_family, tmp_path,
     assert stem.with_suffix(".png").exists()  # the heatmap: its column group is the toy spec's, through the registry
 
 
-@pytest.mark.parametrize("entry, message", [
-    ("tests.toy_task", "is not module:attribute"),
-    ("tests.no_such_module:TASK_FAMILIES", "cannot import 'tests.no_such_module'"),
-    ("tests.toy_task:FAMILIES", "module 'tests.toy_task' has no 'FAMILIES'"),
-    ("tests.toy_task:PreviousTokenConfig", "PreviousTokenConfig must be a non-empty mapping of family name -> TaskFamily"),
-    ("tasks.registry:TASK_FAMILIES", "task family 'formal_language' is registered already"),
-])
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ("tests.toy_task", "is not module:attribute"),
+        ("tests.no_such_module:TASK_FAMILIES", "cannot import 'tests.no_such_module'"),
+        ("tests.toy_task:FAMILIES", "module 'tests.toy_task' has no 'FAMILIES'"),
+        (
+            "tests.toy_task:PreviousTokenConfig",
+            "PreviousTokenConfig must be a non-empty mapping of family name -> TaskFamily",
+        ),
+        ("tasks.registry:TASK_FAMILIES", "task family 'formal_language' is registered already"),
+    ],
+)
 def test_a_bad_plug_in_entry_is_named(monkeypatch, entry, message):
     monkeypatch.setenv(PLUG_INS_VARIABLE, f"tests.toy_task:TASK_FAMILIES,{entry}")
     with pytest.raises(ValueError, match=f"{PLUG_INS_VARIABLE} entry '{entry}'.*{message}"):

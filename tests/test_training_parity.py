@@ -9,8 +9,9 @@ SEPARATED = {"ours": [0.1, 0.2, 0.3, 0.4, 0.5], "official": [0.6, 0.7, 0.8, 0.9,
 
 
 def parity_check(tmp_path, seeds: list[int], steps: int = 10) -> parity.ParityCheck:
-    return parity.ParityCheck(models=["xlstm_0_1"], task="parity", seeds=seeds, steps=steps,
-                              cache=tmp_path / "parity.runs.csv")
+    return parity.ParityCheck(
+        models=["xlstm_0_1"], task="parity", seeds=seeds, steps=steps, cache=tmp_path / "parity.runs.csv"
+    )
 
 
 def fake_train(calls: list, accuracies: dict[str, list[float]] = SEPARATED) -> parity.Train:
@@ -33,8 +34,14 @@ def test_a_rerun_trains_only_the_runs_missing_from_the_cache(tmp_path, capsys):
     run(parity_check(tmp_path, seeds=[0]), calls)
     run(parity_check(tmp_path, seeds=[0, 1]), calls)
     run(parity_check(tmp_path, seeds=[0], steps=20), calls)  # another budget is another config
-    assert calls == [("ours", 0, 10), ("official", 0, 10), ("ours", 1, 10), ("official", 1, 10),
-                     ("ours", 0, 20), ("official", 0, 20)]
+    assert calls == [
+        ("ours", 0, 10),
+        ("official", 0, 10),
+        ("ours", 1, 10),
+        ("official", 1, 10),
+        ("ours", 0, 20),
+        ("official", 0, 20),
+    ]
     assert "[1/4] ours model=xlstm_0_1 task=parity optim.lr=0.01 seed=0 steps=10: cached" in capsys.readouterr().out
     table = parity.read_cache(tmp_path / "parity.runs.csv")
     assert list(table.columns) == parity.COLUMNS and len(table) == 6 and table["config_hash"].is_unique
@@ -57,11 +64,13 @@ def test_the_report_gives_both_distributions_and_the_rank_test(tmp_path):
 
 def test_overlapping_runs_are_not_distinguishable_and_missing_runs_are_counted(tmp_path):
     same = {"ours": [0.2, 0.9], "official": [0.9, 0.2]}
-    parity.run_missing(parity.planned_runs(parity_check(tmp_path, seeds=[0, 1])), tmp_path / "parity.runs.csv",
-                       fake_train([], same))
+    parity.run_missing(
+        parity.planned_runs(parity_check(tmp_path, seeds=[0, 1])), tmp_path / "parity.runs.csv", fake_train([], same)
+    )
     check = parity_check(tmp_path, seeds=[0, 1, 2])
-    report = parity.report_markdown(check, parity.planned_runs(check), parity.read_cache(check.cache),
-                                    {"xlstm_0_1": []})
+    report = parity.report_markdown(
+        check, parity.planned_runs(check), parity.read_cache(check.cache), {"xlstm_0_1": []}
+    )
     assert "**2 of 6 runs are missing from the cache.**" in report
     assert "two-sided p = 1.0000" in report and "distinguishable at 1%: no" in report
 

@@ -36,13 +36,22 @@ def _perturbed(backbone: torch.nn.Module) -> torch.nn.Module:
 
 def _hf_llama_like(ours, attn_implementation: str) -> transformers.LlamaModel:
     config = ours.config
-    reference = transformers.LlamaModel(transformers.LlamaConfig(
-        vocab_size=7, hidden_size=config.embedding_dim, intermediate_size=config.ffn_hidden_dim,
-        num_hidden_layers=config.num_blocks, num_attention_heads=config.num_heads,
-        num_key_value_heads=config.num_heads, rms_norm_eps=config.norm_eps, attention_bias=False, mlp_bias=False,
-        rope_parameters={"rope_type": "default", "rope_theta": config.rope_theta}, max_position_embeddings=LENGTH,
-        attn_implementation=attn_implementation,
-    ))
+    reference = transformers.LlamaModel(
+        transformers.LlamaConfig(
+            vocab_size=7,
+            hidden_size=config.embedding_dim,
+            intermediate_size=config.ffn_hidden_dim,
+            num_hidden_layers=config.num_blocks,
+            num_attention_heads=config.num_heads,
+            num_key_value_heads=config.num_heads,
+            rms_norm_eps=config.norm_eps,
+            attention_bias=False,
+            mlp_bias=False,
+            rope_parameters={"rope_type": "default", "rope_theta": config.rope_theta},
+            max_position_embeddings=LENGTH,
+            attn_implementation=attn_implementation,
+        )
+    )
     with torch.no_grad():
         for block, layer in zip(ours.blocks, reference.layers):
             for name in ("q_proj", "k_proj", "v_proj"):
@@ -58,12 +67,23 @@ def _hf_llama_like(ours, attn_implementation: str) -> transformers.LlamaModel:
 
 def _hf_gpt2_like(ours) -> transformers.GPT2Model:
     config = ours.config
-    reference = transformers.GPT2Model(transformers.GPT2Config(
-        vocab_size=7, n_positions=config.max_context_length, n_embd=config.embedding_dim, n_layer=config.num_blocks,
-        n_head=config.num_heads, n_inner=config.ffn_factor * config.embedding_dim, activation_function="gelu_new",
-        layer_norm_epsilon=config.norm_eps, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-        bos_token_id=None, eos_token_id=None,
-    ))
+    reference = transformers.GPT2Model(
+        transformers.GPT2Config(
+            vocab_size=7,
+            n_positions=config.max_context_length,
+            n_embd=config.embedding_dim,
+            n_layer=config.num_blocks,
+            n_head=config.num_heads,
+            n_inner=config.ffn_factor * config.embedding_dim,
+            activation_function="gelu_new",
+            layer_norm_epsilon=config.norm_eps,
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+            bos_token_id=None,
+            eos_token_id=None,
+        )
+    )
     with torch.no_grad():
         reference.wpe.weight.copy_(ours.position_embedding.weight)
         for block, layer in zip(ours.blocks, reference.h):
@@ -72,8 +92,11 @@ def _hf_gpt2_like(ours) -> transformers.GPT2Model:
             # GPT-2's Conv1D stores the transposed weight, (in, out); c_attn holds q, k, v side by side.
             layer.attn.c_attn.weight.copy_(torch.cat([projection.weight.T for projection in projections], dim=1))
             layer.attn.c_attn.bias.copy_(torch.cat([projection.bias for projection in projections]))
-            pairs = [(layer.attn.c_proj, attention.out_proj), (layer.mlp.c_fc, block.mlp.up_proj),
-                     (layer.mlp.c_proj, block.mlp.down_proj)]
+            pairs = [
+                (layer.attn.c_proj, attention.out_proj),
+                (layer.mlp.c_fc, block.mlp.up_proj),
+                (layer.mlp.c_proj, block.mlp.down_proj),
+            ]
             for conv1d, linear in pairs:
                 conv1d.weight.copy_(linear.weight.T)
                 conv1d.bias.copy_(linear.bias)
@@ -121,8 +144,11 @@ def test_llama_matches_transformers_llama_in_float64(monkeypatch):
 
 @pytest.mark.parametrize("dtype, tolerance", [(torch.float32, 1e-5), (torch.float64, 1e-10)])
 def test_gpt3_matches_transformers_gpt2(dtype, tolerance):
-    ours = _perturbed(build_backbone("gpt3", embedding_dim=EMBEDDING_DIM, num_blocks=NUM_BLOCKS, num_heads=NUM_HEADS,
-                                     max_context_length=64))
+    ours = _perturbed(
+        build_backbone(
+            "gpt3", embedding_dim=EMBEDDING_DIM, num_blocks=NUM_BLOCKS, num_heads=NUM_HEADS, max_context_length=64
+        )
+    )
     assert _max_deviation(ours, _hf_gpt2_like(ours), dtype) <= tolerance
 
 
@@ -153,8 +179,12 @@ PAPER_PARAMETERS_M = {
 def test_presets_have_the_papers_parameter_counts(name, size):
     preset = LANGUAGE_MODEL_PRESETS[name][size]
     with torch.device("meta"):
-        model = LanguageModel(build_backbone(name, **preset), GPT2_VOCAB_PADDED, preset["embedding_dim"],
-                              tie_weights=name in TIED_EMBEDDINGS)
+        model = LanguageModel(
+            build_backbone(name, **preset),
+            GPT2_VOCAB_PADDED,
+            preset["embedding_dim"],
+            tie_weights=name in TIED_EMBEDDINGS,
+        )
     count = sum(parameter.numel() for parameter in model.parameters()) / 1e6
     assert abs(count - PAPER_PARAMETERS_M[name, size]) <= 0.005 * PAPER_PARAMETERS_M[name, size]
 

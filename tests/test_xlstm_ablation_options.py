@@ -19,9 +19,12 @@ from models.xlstm.presets import stack_config
 
 FORMULATIONS = ("parallel", "chunkwise", "recurrent")
 # every backend of every form but mlstm_kernels and triton (GPU backends)
-CPU_BACKENDS = [(formulation, backend) for formulation in FORMULATIONS
-                for backend in ["auto", *backends_of(f"mlstm.{formulation}")]
-                if backend not in ("mlstm_kernels", "triton")]
+CPU_BACKENDS = [
+    (formulation, backend)
+    for formulation in FORMULATIONS
+    for backend in ["auto", *backends_of(f"mlstm.{formulation}")]
+    if backend not in ("mlstm_kernels", "triton")
+]
 # Table ablstudies (bottom), row by row: (forget: input dependent, learnable bias, bias init), (input: the same)
 PAPER_GATING = {
     "No Gates, forget bias +inf": ((False, False, "infinity"), (False, False, "zeros")),
@@ -34,17 +37,27 @@ PAPER_GATING = {
     "Forget Gate + Input Gate": ((True, True, "linspace"), (True, True, "normal")),
 }
 OPTIONS = ("input_dependent", "learnable_bias", "bias_init")
-NO_GATES_INF = {"forget_gate_input_dependent": False, "forget_gate_learnable_bias": False,
-                "forget_gate_bias_init": "infinity", "input_gate_input_dependent": False,
-                "input_gate_learnable_bias": False, "input_gate_bias_init": "zeros"}
-POST_UP_PROJECTION = {"mlstm_block": "post_up_projection",
-                      "feedforward": {"gated": False, "activation": "relu^2", "proj_factor": 4.0}}
+NO_GATES_INF = {
+    "forget_gate_input_dependent": False,
+    "forget_gate_learnable_bias": False,
+    "forget_gate_bias_init": "infinity",
+    "input_gate_input_dependent": False,
+    "input_gate_learnable_bias": False,
+    "input_gate_bias_init": "zeros",
+}
+POST_UP_PROJECTION = {
+    "mlstm_block": "post_up_projection",
+    "feedforward": {"gated": False, "activation": "relu^2", "proj_factor": 4.0},
+}
 
 
 def gating(row: str) -> dict:
     forget, input_ = PAPER_GATING[row]
-    return {f"{gate}_gate_{option}": value for gate, values in (("forget", forget), ("input", input_))
-            for option, value in zip(OPTIONS, values)}
+    return {
+        f"{gate}_gate_{option}": value
+        for gate, values in (("forget", forget), ("input", input_))
+        for option, value in zip(OPTIONS, values)
+    }
 
 
 def layer(seed: int = 0, embedding_dim: int = 32, **options) -> MLSTMLayer:
@@ -65,7 +78,8 @@ def test_a_gate_that_is_not_input_dependent_has_no_weight_and_ignores_the_input(
     fixed, dependent = head_gate(False, True, "linspace"), head_gate(True, True, "linspace")
     assert fixed.weight is None and [name for name, _ in fixed.named_parameters()] == ["bias"]
     (bias_only, from_input), (bias_only_again, from_other) = (
-        gate_preactivations([inputs], [fixed, dependent]) for inputs in (x, other))
+        gate_preactivations([inputs], [fixed, dependent]) for inputs in (x, other)
+    )
     torch.testing.assert_close(bias_only, fixed.bias[None, :, None].expand(2, 4, 5), rtol=0, atol=0)
     torch.testing.assert_close(bias_only_again, bias_only, rtol=0, atol=0)
     assert (from_input - from_other).abs().min() > 0  # an input-dependent gate sees every input
@@ -112,8 +126,11 @@ def test_fixed_biases_and_missing_weights_change_the_parameter_count_by_exactly_
     inner, heads = layer().inner_dim, MLSTMLayerConfig().num_heads
     for row in PAPER_GATING:
         options = gating(row)
-        expected = full - sum(3 * inner * heads * (not options[f"{gate}_gate_input_dependent"])
-                              + heads * (not options[f"{gate}_gate_learnable_bias"]) for gate in ("forget", "input"))
+        expected = full - sum(
+            3 * inner * heads * (not options[f"{gate}_gate_input_dependent"])
+            + heads * (not options[f"{gate}_gate_learnable_bias"])
+            for gate in ("forget", "input")
+        )
         assert sum(p.numel() for p in layer(**options).parameters()) == expected, row
 
 
@@ -148,8 +165,9 @@ def test_every_paper_gating_variant_runs_and_steps_as_it_runs_forward(formulatio
     for row in PAPER_GATING:
         torch.manual_seed(0)
         mlstm = MLSTMLayerConfig(formulation=formulation, chunk_size=4, eps=0.0, **gating(row))
-        model = XLSTMLanguageModel(XLSTMLanguageModelConfig(stack=stack_config("xlstm_1_0", 32, 2, mlstm=mlstm),
-                                                            vocab_size=20)).double()
+        model = XLSTMLanguageModel(
+            XLSTMLanguageModelConfig(stack=stack_config("xlstm_1_0", 32, 2, mlstm=mlstm), vocab_size=20)
+        ).double()
         logits = model(tokens)
         logits.logsumexp(-1).sum().backward()
         assert torch.isfinite(logits).all(), row
@@ -175,8 +193,13 @@ def test_post_up_projection_block_is_the_mlstm_then_a_non_gated_relu2_feed_forwa
 @pytest.mark.parametrize("conv1d_kernel_size", [0, 4])
 def test_post_up_projection_stack_is_causal_and_steps_as_it_runs_forward(conv1d_kernel_size):
     torch.manual_seed(0)
-    backbone = build_backbone("xlstm_1_0", embedding_dim=32, num_blocks=2, mlstm={
-        "conv1d_kernel_size": conv1d_kernel_size, "eps": 0.0}, **POST_UP_PROJECTION).double()
+    backbone = build_backbone(
+        "xlstm_1_0",
+        embedding_dim=32,
+        num_blocks=2,
+        mlstm={"conv1d_kernel_size": conv1d_kernel_size, "eps": 0.0},
+        **POST_UP_PROJECTION,
+    ).double()
     with torch.no_grad():
         for parameter in backbone.parameters():
             parameter.add_(0.2 * torch.randn_like(parameter))  # gate and projection weights away from their init

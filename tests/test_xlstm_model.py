@@ -107,8 +107,13 @@ def test_weight_decay_groups_exclude_embeddings_norms_biases():
     assert "token_embedding.weight" in not_decayed_names
     assert "lm_head.weight" in decayed_names
     assert all(not n.endswith(("norm.weight", "bias", "learnable_skip", "recurrent_kernel")) for n in decayed_names)
-    assert {"blocks.0.layer.proj_up.weight", "blocks.0.layer.q_proj.weight", "blocks.0.layer.conv.weight",
-            "blocks.1.layer.input_proj.f.weight", "blocks.1.ffn.proj_down.weight"} <= {n.removeprefix("stack.") for n in decayed_names}
+    assert {
+        "blocks.0.layer.proj_up.weight",
+        "blocks.0.layer.q_proj.weight",
+        "blocks.0.layer.conv.weight",
+        "blocks.1.layer.input_proj.f.weight",
+        "blocks.1.ffn.proj_down.weight",
+    } <= {n.removeprefix("stack.") for n in decayed_names}
 
 
 def test_tied_head_counts_as_embedding():
@@ -157,6 +162,8 @@ def test_table_spaj_peaklr_stands_beside_our_presets():
     assert len(table) == 35  # 7 models x 5 sizes, as printed
     assert table["peak_lr_15b"].notna().all()
     misprinted = table["model"].isin(["rwkv5", "rwkv6", "hgrn2"]) & (table["size"] == "2.7b")
-    same_dims = (table["embedding_dim"] == table["ours_embedding_dim"]) & (table["num_blocks"] == table["ours_num_blocks"])
+    same_dims = (table["embedding_dim"] == table["ours_embedding_dim"]) & (
+        table["num_blocks"] == table["ours_num_blocks"]
+    )
     assert same_dims[~misprinted].all(), table[~same_dims]
     assert (table["delta_pct"].abs() <= 0.05).all(), table[table["delta_pct"].abs() > 0.05]

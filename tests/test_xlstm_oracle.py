@@ -32,7 +32,9 @@ def _inputs(kind: str, dtype: torch.dtype, seed: int = 1) -> torch.Tensor:
 
 
 def _pair(ratio: str, kind: str, dtype: torch.dtype):
-    official = official_model(ratio, embedding_dim=D, context_length=S, vocab_size=V if kind == "lm" else None, dtype=dtype)
+    official = official_model(
+        ratio, embedding_dim=D, context_length=S, vocab_size=V if kind == "lm" else None, dtype=dtype
+    )
     return official, from_official(official)
 
 
@@ -82,10 +84,7 @@ def _gradient_model(official):
         for parameter in official.parameters():
             parameter.copy_(parameter.grad)
     mapped = from_official(official)
-    return {
-        name: value - 1 if name.endswith("norm.weight") else value
-        for name, value in mapped.named_parameters()
-    }
+    return {name: value - 1 if name.endswith("norm.weight") else value for name, value in mapped.named_parameters()}
 
 
 def _without_normaliser_eps(official, ours):

@@ -23,8 +23,11 @@ def test_every_artifact_file_reads_as_omegaconf_reads_it():
 def test_omegaconf_s_rules_hold(tmp_path):
     path = tmp_path / "values.yaml"
     path.write_text("lr: 1e-3\nsteps: 1_000\nwhen: 2024-01-01\nname: '1'\nflag: yes\nnothing: null\n")
-    assert read_yaml(path) == omegaconf_read(path) == {"lr": 0.001, "steps": 1000, "when": "2024-01-01", "name": "1",
-                                                        "flag": True, "nothing": None}
+    assert (
+        read_yaml(path)
+        == omegaconf_read(path)
+        == {"lr": 0.001, "steps": 1000, "when": "2024-01-01", "name": "1", "flag": True, "nothing": None}
+    )
     assert yaml.load(path.read_text(), Loader=yaml.CSafeLoader)["lr"] == "1e-3"  # what plain YAML 1.1 would give
 
 
@@ -34,5 +37,7 @@ def test_a_duplicate_key_and_bad_yaml_are_omegaconf_s_errors(tmp_path):
     with pytest.raises(yaml.constructor.ConstructorError, match="found duplicate key grid"):
         read_yaml(path)
     path.write_text("grid: [a, b\n")
-    with pytest.raises(yaml.YAMLError, match="expected ',' or ']', but got '<stream end>'"):  # the Python parser's words
+    with pytest.raises(
+        yaml.YAMLError, match="expected ',' or ']', but got '<stream end>'"
+    ):  # the Python parser's words
         read_yaml(path)

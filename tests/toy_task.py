@@ -29,8 +29,14 @@ class PreviousTokenConfig:
 
     def spec(self) -> TaskSpec:
         """Guessing picks one of the V - 1 input tokens."""
-        return TaskSpec(name=self.name, input_kind="tokens", input_size=self.vocab_size, num_classes=self.vocab_size,
-                        random_accuracy=1 / (self.vocab_size - 1), group="toy")
+        return TaskSpec(
+            name=self.name,
+            input_kind="tokens",
+            input_size=self.vocab_size,
+            num_classes=self.vocab_size,
+            random_accuracy=1 / (self.vocab_size - 1),
+            group="toy",
+        )
 
     def problems(self) -> list[str]:
         return []

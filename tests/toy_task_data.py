@@ -31,16 +31,21 @@ class PreviousTokenDataModule(lightning.LightningDataModule):
         return self.config.spec()
 
     def train_dataloader(self) -> DataLoader:
-        return DataLoader(previous_token_set(self.config, TRAIN_STREAM, self.config.train_samples),
-                          batch_size=self.batch_size, shuffle=True)
+        return DataLoader(
+            previous_token_set(self.config, TRAIN_STREAM, self.config.train_samples),
+            batch_size=self.batch_size,
+            shuffle=True,
+        )
 
     def val_dataloader(self) -> DataLoader:
-        return DataLoader(previous_token_set(self.config, VALIDATION_STREAM, self.config.val_samples),
-                          batch_size=self.batch_size)
+        return DataLoader(
+            previous_token_set(self.config, VALIDATION_STREAM, self.config.val_samples), batch_size=self.batch_size
+        )
 
     def test_dataloader(self) -> DataLoader:
-        return DataLoader(previous_token_set(self.config, TEST_STREAM, self.config.test_samples),
-                          batch_size=self.batch_size)
+        return DataLoader(
+            previous_token_set(self.config, TEST_STREAM, self.config.test_samples), batch_size=self.batch_size
+        )
 
 
 def build_datamodule(config: PreviousTokenConfig, batch_size: int) -> PreviousTokenDataModule:

@@ -26,8 +26,20 @@ from models.catalog import known_backbones
 ARTIFACTS = CONFIGS / "paper"
 EXTRA_ARTIFACTS_VARIABLE = "XLSTM_SUITE_ARTIFACTS"  # more folders of artifact files (os.pathsep-separated)
 SCALES = ("smoke", "mini", "paper")
-ARTIFACT_KEYS = ("artifact", "title", "evaluates", "grid", "cell_grids", "exclude", "overrides", "cell_overrides",
-                 "selection", "report", "paper", "scales")
+ARTIFACT_KEYS = (
+    "artifact",
+    "title",
+    "evaluates",
+    "grid",
+    "cell_grids",
+    "exclude",
+    "overrides",
+    "cell_overrides",
+    "selection",
+    "report",
+    "paper",
+    "scales",
+)
 # A scale's settings; ``reading``: what its results show and what they cannot, printed on its report page
 SCALE_KEYS = ("evaluates", "grid", "cell_grids", "exclude", "overrides", "cell_overrides", "reading", "report")
 EVALUATES_KEYS = ("artifact", "where", "checkpoint", "kind", "settings")
@@ -110,8 +122,11 @@ class Artifact:
         if not self.evaluates:
             return {}
         scaled = self.scales.get(scale, {}).get("evaluates") or {}
-        settings = {"settings": (self.evaluates.get("settings") or {}) | scaled["settings"]} \
-            if isinstance(scaled.get("settings"), dict) else {}
+        settings = (
+            {"settings": (self.evaluates.get("settings") or {}) | scaled["settings"]}
+            if isinstance(scaled.get("settings"), dict)
+            else {}
+        )
         return self.evaluates | scaled | settings
 
     def cells(self, scale: str) -> list[dict[str, Any]]:
@@ -123,15 +138,19 @@ class Artifact:
         known = list(grid)
         for key, table in self.cell_grids_of(scale).items():
             if key not in known:
-                raise ValueError(f"cell_grids.{key}: {key!r} is not a key of the grid (at scale {scale!r}) nor of an "
-                                 f"earlier cell grid; valid keys: {known}")
+                raise ValueError(
+                    f"cell_grids.{key}: {key!r} is not a key of the grid (at scale {scale!r}) nor of an "
+                    f"earlier cell grid; valid keys: {known}"
+                )
             entries = {override_value(value): value for value in table}
             expanded = []
             for cell in cells:
                 value = override_value(cell[key])
                 if value not in entries:
-                    raise ValueError(f"cell_grids.{key} has no grid for {key}={value} (at scale {scale!r}); it has "
-                                     f"grids for {sorted(entries)}")
+                    raise ValueError(
+                        f"cell_grids.{key} has no grid for {key}={value} (at scale {scale!r}); it has "
+                        f"grids for {sorted(entries)}"
+                    )
                 subcells = subgrid_cells(f"cell_grids.{key}.{value}", table[entries[value]], cell)
                 expanded += [cell | subcell for subcell in subcells]
                 known += [name for subcell in subcells for name in subcell if name not in known]
@@ -179,8 +198,9 @@ class Artifact:
             plan_cache.store(key, runs, trained)
         return runs
 
-    def training_runs(self, scale: str, extra_overrides: list[str], composer: Callable[[list[str]], dict]
-                      ) -> list[PlannedRun]:
+    def training_runs(
+        self, scale: str, extra_overrides: list[str], composer: Callable[[list[str]], dict]
+    ) -> list[PlannedRun]:
         """A training artifact's runs at ``scale``, each composed by ``composer`` and checked (``runs``' order)."""
         scale_cell_overrides = self.scales.get(scale, {}).get("cell_overrides") or {}
         names = [f"artifact={self.name}", f"scale={scale}"]
@@ -207,14 +227,22 @@ class Artifact:
         no such scale or evaluates itself)."""
         source = load_artifact(self.evaluates_of(scale)["artifact"])
         if scale not in source.scales:
-            raise ConfigError(f"artifact {self.name!r} evaluates the runs of {source.name!r}, which has no {scale!r} "
-                              f"scale; its scales: {source.declared_scales}")
+            raise ConfigError(
+                f"artifact {self.name!r} evaluates the runs of {source.name!r}, which has no {scale!r} "
+                f"scale; its scales: {source.declared_scales}"
+            )
         if source.evaluates:
             raise ConfigError(f"{self.name}: evaluates.artifact={source.name!r} is itself an evaluating artifact")
         return source
 
-    def evaluation_runs(self, scale: str, extra_overrides: list[str], source: "Artifact", trained: list[PlannedRun],
-                        composer: Callable[[list[str]], dict]) -> list[PlannedRun]:
+    def evaluation_runs(
+        self,
+        scale: str,
+        extra_overrides: list[str],
+        source: "Artifact",
+        trained: list[PlannedRun],
+        composer: Callable[[list[str]], dict],
+    ) -> list[PlannedRun]:
         """Per training run of ``source`` at this scale (``trained``) whose cell matches ``evaluates.where`` (the
         user's overrides apply to those too), per cell of this grid: the training run's overrides with this cell's
         values, this artifact's overrides and the ``evaluate`` section naming the training run."""
@@ -225,27 +253,64 @@ class Artifact:
                 check_exclusion("evaluates.where", where, source.cells(scale), source.cell_keys(scale), scale)
             except ValueError as error:
                 raise ConfigError(f"{self.name}: {error} (the cells of {source.name})") from None
-        kind = {} if evaluates.get("kind") is None else {
-            "kind": evaluates["kind"], "settings": resolved_settings(evaluates["kind"], evaluates.get("settings"))}
+        kind = (
+            {}
+            if evaluates.get("kind") is None
+            else {
+                "kind": evaluates["kind"],
+                "settings": resolved_settings(evaluates["kind"], evaluates.get("settings")),
+            }
+        )
         names = {f"artifact={source.name}", f"scale={scale}"}
         cells = self.cells(scale)
         planned = []
         for training in (run for run in trained if excluded(run.cell, where)):
             for cell in cells:
-                kept = [override for override in training.overrides if override not in names
-                        and override not in extra_overrides and override.split("=", 1)[0] not in cell]
+                kept = [
+                    override
+                    for override in training.overrides
+                    if override not in names
+                    and override not in extra_overrides
+                    and override.split("=", 1)[0] not in cell
+                ]
                 # the section as an OmegaConf tree holds it (lists, not tuples), as the run config keeps it
-                section = OmegaConf.to_container(OmegaConf.create({
-                    "artifact": source.name, "scale": scale, "run_id": training.run_id,
-                    "checkpoint": evaluates.get("checkpoint", "best"), "cell": training.label,
-                    **cell_settings(kind, cell)}))
-                composed = [*kept, *(f"{key}={override_value(value)}" for key, value in cell.items()
-                                     if not key.startswith(SETTINGS_KEY)), *self.overrides,
-                            *self.overrides_of(scale), f"artifact={self.name}", f"scale={scale}", *extra_overrides]
-                overrides = [*composed, *(f"+evaluate.{key}={override_value(value, quote_strings=True)}"
-                                          for key, value in section.items())]
-                run = PlannedRun(self.name, scale, training.cell | cell, overrides, unavailable=training.unavailable,
-                                 trained_by=training)
+                section = OmegaConf.to_container(
+                    OmegaConf.create(
+                        {
+                            "artifact": source.name,
+                            "scale": scale,
+                            "run_id": training.run_id,
+                            "checkpoint": evaluates.get("checkpoint", "best"),
+                            "cell": training.label,
+                            **cell_settings(kind, cell),
+                        }
+                    )
+                )
+                composed = [
+                    *kept,
+                    *(
+                        f"{key}={override_value(value)}"
+                        for key, value in cell.items()
+                        if not key.startswith(SETTINGS_KEY)
+                    ),
+                    *self.overrides,
+                    *self.overrides_of(scale),
+                    f"artifact={self.name}",
+                    f"scale={scale}",
+                    *extra_overrides,
+                ]
+                overrides = [
+                    *composed,
+                    *(f"+evaluate.{key}={override_value(value, quote_strings=True)}" for key, value in section.items()),
+                ]
+                run = PlannedRun(
+                    self.name,
+                    scale,
+                    training.cell | cell,
+                    overrides,
+                    unavailable=training.unavailable,
+                    trained_by=training,
+                )
                 if training.unavailable is None:
                     # one compose per structure (the evaluate section, different in every run, is set afterwards)
                     container = composer(composed)
@@ -255,8 +320,15 @@ class Artifact:
                         problems = task_problems(section, container["task"])
                         if problems:
                             raise ConfigError(f"{self.name} ({scale}): " + "; ".join(problems))
-                    run = PlannedRun(self.name, scale, training.cell | cell, overrides, trained_by=training,
-                                     run_id=run_id_of(container), container=container)
+                    run = PlannedRun(
+                        self.name,
+                        scale,
+                        training.cell | cell,
+                        overrides,
+                        trained_by=training,
+                        run_id=run_id_of(container),
+                        container=container,
+                    )
                 planned.append(run)
         check_distinct(planned, extra_overrides)
         return planned
@@ -341,14 +413,23 @@ def artifact_from_yaml(path: Path) -> Artifact:
     for scale, settings in artifact.scales.items():
         scaled = (settings or {}).get("evaluates")
         if scaled is not None and not isinstance(scaled, dict):
-            raise ValueError(f"{path}: scales.{scale}.evaluates: must be a mapping with the keys "
-                             f"{list(EVALUATES_KEYS)}, got {scaled!r}")
+            raise ValueError(
+                f"{path}: scales.{scale}.evaluates: must be a mapping with the keys "
+                f"{list(EVALUATES_KEYS)}, got {scaled!r}"
+            )
         if scaled and not artifact.evaluates:
-            raise ValueError(f"{path}: scales.{scale}.evaluates: replaces keys of the artifact's evaluates, which it "
-                             "has not (a training artifact)")
-    for where, evaluates in [("evaluates", artifact.evaluates),
-                             *((f"scales.{scale}.evaluates (with the artifact's)", artifact.evaluates_of(scale))
-                               for scale, settings in artifact.scales.items() if (settings or {}).get("evaluates"))]:
+            raise ValueError(
+                f"{path}: scales.{scale}.evaluates: replaces keys of the artifact's evaluates, which it "
+                "has not (a training artifact)"
+            )
+    for where, evaluates in [
+        ("evaluates", artifact.evaluates),
+        *(
+            (f"scales.{scale}.evaluates (with the artifact's)", artifact.evaluates_of(scale))
+            for scale, settings in artifact.scales.items()
+            if (settings or {}).get("evaluates")
+        ),
+    ]:
         problem = evaluates_problem(evaluates, base=True)
         if problem:
             raise ValueError(f"{path}: {where}: {problem}")
@@ -371,8 +452,9 @@ def evaluates_problem(evaluates: Any, base: bool) -> str | None:
     unknown = sorted(set(evaluates) - set(EVALUATES_KEYS))
     if unknown:
         return f"unknown keys {unknown}; valid keys: {list(EVALUATES_KEYS)}"
-    missing = [key for key in ("artifact", *(() if "kind" in evaluates else ("where",)))
-               if base and key not in evaluates]
+    missing = [
+        key for key in ("artifact", *(() if "kind" in evaluates else ("where",))) if base and key not in evaluates
+    ]
     if missing:
         return f"missing {missing} (the training artifact and which of its cells to evaluate)"
     if "settings" in evaluates and "kind" not in evaluates and base:
@@ -387,11 +469,16 @@ def evaluates_problem(evaluates: Any, base: bool) -> str | None:
         return f"where={evaluates['where']!r} must map cell keys to a value or a list of values"
     if evaluates.get("checkpoint", "best") not in CHECKPOINTS:
         return f"checkpoint={evaluates['checkpoint']!r} is not valid; valid choices: {list(CHECKPOINTS)}"
-    if base and evaluates.get("checkpoint") == INITIAL and not (
-            evaluates.get("kind") in EVALUATION_KINDS and EVALUATION_KINDS[evaluates["kind"]].initial_weights):
+    if (
+        base
+        and evaluates.get("checkpoint") == INITIAL
+        and not (evaluates.get("kind") in EVALUATION_KINDS and EVALUATION_KINDS[evaluates["kind"]].initial_weights)
+    ):
         measuring = sorted(name for name, kind in EVALUATION_KINDS.items() if kind.initial_weights)
-        return (f"checkpoint='initial' (untrained weights) needs a kind that measures what weights do not change; "
-                f"kind={evaluates.get('kind')!r}; valid choices: {measuring}")
+        return (
+            f"checkpoint='initial' (untrained weights) needs a kind that measures what weights do not change; "
+            f"kind={evaluates.get('kind')!r}; valid choices: {measuring}"
+        )
     return None
 
 
@@ -400,8 +487,10 @@ def cell_settings(kind: dict, cell: dict[str, Any]) -> dict:
     for such a key without a kind)."""
     values = {key.removeprefix(SETTINGS_KEY): value for key, value in cell.items() if key.startswith(SETTINGS_KEY)}
     if values and not kind:
-        raise ConfigError(f"grid keys {[SETTINGS_KEY + name for name in values]} set an evaluation kind's settings; "
-                          "evaluates names no kind")
+        raise ConfigError(
+            f"grid keys {[SETTINGS_KEY + name for name in values]} set an evaluation kind's settings; "
+            "evaluates names no kind"
+        )
     return kind | ({"settings": kind["settings"] | values} if values else {})
 
 
@@ -443,14 +532,19 @@ def check_exclusion(where: str, rule: Any, cells: list[dict[str, Any]], known: l
         present = {override_value(cell[key]) for cell in cells if key in cell}
         for value in wanted if isinstance(wanted, list) else [wanted]:
             if override_value(value) not in present:
-                raise ValueError(f"{where}: no cell has {key}={override_value(value)} (at scale {scale!r}); its "
-                                 f"values: {sorted(present)}")
+                raise ValueError(
+                    f"{where}: no cell has {key}={override_value(value)} (at scale {scale!r}); its "
+                    f"values: {sorted(present)}"
+                )
 
 
 def excluded(cell: dict[str, Any], rule: dict[str, Any]) -> bool:
-    return all(key in cell and override_value(cell[key]) in
-               {override_value(value) for value in (wanted if isinstance(wanted, list) else [wanted])}
-               for key, wanted in rule.items())
+    return all(
+        key in cell
+        and override_value(cell[key])
+        in {override_value(value) for value in (wanted if isinstance(wanted, list) else [wanted])}
+        for key, wanted in rule.items()
+    )
 
 
 def check_scale(scale: str) -> None:
@@ -468,8 +562,9 @@ def models_first(cells: list[dict[str, Any]]) -> list[int]:
     return [*firsts.values(), *(index for index in range(len(cells)) if index not in first_indices)]
 
 
-def plan_run(artifact: str, scale: str, cell: dict[str, Any], overrides: list[str],
-             compose: Callable[[list[str]], dict]) -> PlannedRun:
+def plan_run(
+    artifact: str, scale: str, cell: dict[str, Any], overrides: list[str], compose: Callable[[list[str]], dict]
+) -> PlannedRun:
     """Compose the cell's config as plain containers (bad overrides raise here) and check it, unless its model is not
     built yet."""
     model = cell.get("model")

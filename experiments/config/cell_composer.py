@@ -46,8 +46,13 @@ class CellComposer:
             return OmegaConf.to_container(compose_run_config(overrides))  # raises a ConfigError naming the override
         kinds = self._override_kinds(overrides, parsed)
         sized = any(override.key_or_group == SIZE_KEY for override in parsed)
-        shared = [index for index, (override, kind) in enumerate(zip(parsed, kinds)) if kind == KEY and
-                  override.key_or_group != SIZE_KEY and not (sized and override.key_or_group.startswith("model."))]
+        shared = [
+            index
+            for index, (override, kind) in enumerate(zip(parsed, kinds))
+            if kind == KEY
+            and override.key_or_group != SIZE_KEY
+            and not (sized and override.key_or_group.startswith("model."))
+        ]
         structure = tuple(text for index, text in enumerate(overrides) if index not in shared)
         base = self._compose(structure, quiet=True)
         keys = [key_override(parsed[index]) for index in shared]
@@ -63,8 +68,9 @@ class CellComposer:
         """Whether the keys set on a copy of the structure's config give its full compose."""
         config, interpolated = base
         presets_model = value_at(config, SIZE_KEY, None) is not None
-        return not interpolated and all(key.settable(config) and not (presets_model and key.key.startswith("model."))
-                                        for key in keys)
+        return not interpolated and all(
+            key.settable(config) and not (presets_model and key.key.startswith("model.")) for key in keys
+        )
 
     def _compose(self, overrides: tuple[str, ...], quiet: bool = False) -> tuple[dict, bool] | None:
         """(the resolved config, whether its written config had interpolations), from the disk cache, assembled or

@@ -70,8 +70,11 @@ def value_problem(dotted: str, value: Any, annotation: Any, metadata: Mapping[st
 def within(value: Any, bound: str, limit: float) -> bool:
     """Whether the number ``value``, or every number of the list, keeps the bound; other values (a choice such as
     devices "auto") have none."""
-    values = [item for item in (value if isinstance(value, list) else [value])
-              if isinstance(item, (int, float)) and not isinstance(item, bool)]
+    values = [
+        item
+        for item in (value if isinstance(value, list) else [value])
+        if isinstance(item, (int, float)) and not isinstance(item, bool)
+    ]
     if bound == "at_least":
         return all(item >= limit for item in values)
     if bound == "above":
@@ -89,8 +92,11 @@ def type_problem(value: Any, annotation: Any) -> str | None:
         return "must be " + " or ".join(describe(member) for member in members)
     if origin is Literal:
         choices = list(typing.get_args(annotation))
-        return None if value in choices and type(value) in {type(c) for c in choices} else \
-            f"is not valid; valid choices: {choices}"
+        return (
+            None
+            if value in choices and type(value) in {type(c) for c in choices}
+            else f"is not valid; valid choices: {choices}"
+        )
     if origin is list:
         (item,) = typing.get_args(annotation)
         if isinstance(value, list) and all(type_problem(element, item) is None for element in value):
@@ -138,5 +144,8 @@ def field_metadata(schema: type) -> dict[str, Mapping[str, Any]]:
 
 @functools.cache
 def required_fields(schema: type) -> list[str]:
-    return [field.name for field in dataclasses.fields(schema)
-            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING]
+    return [
+        field.name
+        for field in dataclasses.fields(schema)
+        if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+    ]

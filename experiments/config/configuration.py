@@ -28,8 +28,14 @@ def extra_config_folders() -> list[Path]:
 
 def group_choices(group: str) -> list[str]:
     """The options of a config group (``model``, ``task``, ...): its YAML files, without private ``_`` ones."""
-    return sorted({p.stem for folder in [CONFIGS, *extra_config_folders()] for p in (folder / group).glob("*.yaml")
-                   if not p.stem.startswith("_")})
+    return sorted(
+        {
+            p.stem
+            for folder in [CONFIGS, *extra_config_folders()]
+            for p in (folder / group).glob("*.yaml")
+            if not p.stem.startswith("_")
+        }
+    )
 
 
 def compose_run_config(overrides: list[str]) -> DictConfig:
@@ -113,9 +119,14 @@ def with_new_keys_appended(overrides: list[str]) -> list[str]:
     choices = [override for override in overrides if override.split("=", 1)[0] in CONFIG_GROUPS]
     base = compose_train(choices)
     missing = object()
-    return [f"+{override}" if override[0] not in "+~" and override not in choices
-            and OmegaConf.select(base, override.split("=", 1)[0], default=missing) is missing else override
-            for override in overrides]
+    return [
+        f"+{override}"
+        if override[0] not in "+~"
+        and override not in choices
+        and OmegaConf.select(base, override.split("=", 1)[0], default=missing) is missing
+        else override
+        for override in overrides
+    ]
 
 
 def config_yaml(config: DictConfig) -> str:

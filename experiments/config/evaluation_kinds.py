@@ -44,13 +44,17 @@ class PalomaSettings:
     precision: Literal["bf16-mixed", "32-true"] = "bf16-mixed"
 
     def problems(self) -> list[str]:
-        problems = [f"sources: {source!r} is not a PALOMA source; valid choices: {list(PALOMA.sources)}"
-                    for source in self.sources if source not in PALOMA.sources]
+        problems = [
+            f"sources: {source!r} is not a PALOMA source; valid choices: {list(PALOMA.sources)}"
+            for source in self.sources
+            if source not in PALOMA.sources
+        ]
         if not self.sources:
             problems.append(f"sources=[] names no source; valid choices: {list(PALOMA.sources)}")
         if self.tokens_per_batch < self.window:
-            problems.append(f"tokens_per_batch={self.tokens_per_batch} must hold one window of window={self.window} "
-                            "tokens")
+            problems.append(
+                f"tokens_per_batch={self.tokens_per_batch} must hold one window of window={self.window} tokens"
+            )
         return problems
 
     def evaluated_tokens(self, task: dict) -> None:
@@ -115,9 +119,11 @@ class ContextExtrapolationSettings:
 
     def task_problems(self, task: dict) -> list[str]:
         if self.tokens % task["context_length"]:
-            return [f"evaluates.settings.tokens={self.tokens} must be a multiple of task.context_length="
-                    f"{task['context_length']}: every length scores the same tokens, in tokens / context_length "
-                    "sequences"]
+            return [
+                f"evaluates.settings.tokens={self.tokens} must be a multiple of task.context_length="
+                f"{task['context_length']}: every length scores the same tokens, in tokens / context_length "
+                "sequences"
+            ]
         return []
 
     def evaluated_tokens(self, task: dict) -> int:
@@ -188,8 +194,9 @@ def settings_problems(kind: object, settings: object, prefix: str) -> list[str]:
     """Why ``kind`` is not a kind or ``settings`` not its settings (one message per bad value); [] when sound."""
     if kind not in EVALUATION_KINDS:
         return [f"{prefix}.kind={kind!r} is not valid; valid choices: {sorted(EVALUATION_KINDS)}"]
-    return section_problems(EVALUATION_KINDS[kind].settings, settings if settings is not None else {},
-                            f"{prefix}.settings")
+    return section_problems(
+        EVALUATION_KINDS[kind].settings, settings if settings is not None else {}, f"{prefix}.settings"
+    )
 
 
 def resolved_settings(kind: str, settings: dict | None) -> dict:

@@ -55,9 +55,12 @@ def override_kinds(parsed: list) -> list[str]:
         if kinds[index] == GROUP:
             clash = keys.count(key) > 1
         else:
-            clash = any(position != index and kinds[position] != GROUP
-                        and (other == key or other.startswith(key + ".") or key.startswith(other + "."))
-                        for position, other in enumerate(keys))
+            clash = any(
+                position != index
+                and kinds[position] != GROUP
+                and (other == key or other.startswith(key + ".") or key.startswith(other + "."))
+                for position, other in enumerate(keys)
+            )
         if clash and kinds[index] != OTHER:
             kinds[index] = OTHER
     return kinds

@@ -34,8 +34,14 @@ from tasks.registry import PLUG_INS_VARIABLE, task_families
 
 PLAN_FORMAT = 1
 PLANNING_CODE = ("experiments/config", "tasks", "models")  # folders of the code that plans and checks a run config
-RUN_FIELDS = {"cell": dict, "overrides": list, "unavailable": (str, type(None)), "run_id": (str, type(None)),
-              "config": (dict, type(None)), "trained_by": (int, type(None))}
+RUN_FIELDS = {
+    "cell": dict,
+    "overrides": list,
+    "unavailable": (str, type(None)),
+    "run_id": (str, type(None)),
+    "config": (dict, type(None)),
+    "trained_by": (int, type(None)),
+}
 
 
 def plan_key(artifact, scale: str, extra_overrides: list[str], source=None) -> str | None:
@@ -43,9 +49,20 @@ def plan_key(artifact, scale: str, extra_overrides: list[str], source=None) -> s
     one evaluates); None with the cache switched off."""
     if compose_cache.cache_folder() is None:
         return None
-    material = [PLAN_FORMAT, compose_cache.tree_fingerprint(tuple(extra_config_folders())), code_digest(),
-                sorted(known_backbones()), sorted(task_families()), os.environ.get(PLUG_INS_VARIABLE, ""),
-                yaml.__version__, omegaconf.__version__, repr(artifact), repr(source), scale, extra_overrides]
+    material = [
+        PLAN_FORMAT,
+        compose_cache.tree_fingerprint(tuple(extra_config_folders())),
+        code_digest(),
+        sorted(known_backbones()),
+        sorted(task_families()),
+        os.environ.get(PLUG_INS_VARIABLE, ""),
+        yaml.__version__,
+        omegaconf.__version__,
+        repr(artifact),
+        repr(source),
+        scale,
+        extra_overrides,
+    ]
     return hashlib.sha256(json.dumps(material).encode()).hexdigest()
 
 
@@ -92,10 +109,19 @@ def load(key: str, trained: list[PlannedRun]) -> list[PlannedRun] | None:
     if problem is not None:
         print(f"warning: plan cache entry {path} is {problem}; ignored, planning again", file=sys.stderr)
         return None
-    runs = [PlannedRun(content["artifact"], content["scale"], run["cell"], run["overrides"],
-                       unavailable=run["unavailable"], run_id=run["run_id"], container=run["config"],
-                       trained_by=None if run["trained_by"] is None else trained[run["trained_by"]])
-            for run in content["runs"]]
+    runs = [
+        PlannedRun(
+            content["artifact"],
+            content["scale"],
+            run["cell"],
+            run["overrides"],
+            unavailable=run["unavailable"],
+            run_id=run["run_id"],
+            container=run["config"],
+            trained_by=None if run["trained_by"] is None else trained[run["trained_by"]],
+        )
+        for run in content["runs"]
+    ]
     check_tasks(runs)
     return runs
 
@@ -115,12 +141,20 @@ def entry_problem(content, key: str, trained_runs: int) -> str | None:
     if not (isinstance(content.get("artifact"), str) and isinstance(content.get("scale"), str)):
         return "missing its artifact or scale"
     for index, run in enumerate(content["runs"]):
-        wrong = [name for name, kind in RUN_FIELDS.items() if not isinstance(run, dict) or
-                 not isinstance(run.get(name, ...), kind)] if isinstance(run, dict) else list(RUN_FIELDS)
+        wrong = (
+            [
+                name
+                for name, kind in RUN_FIELDS.items()
+                if not isinstance(run, dict) or not isinstance(run.get(name, ...), kind)
+            ]
+            if isinstance(run, dict)
+            else list(RUN_FIELDS)
+        )
         if wrong:
             return f"a run ({index}) with missing or mistyped {', '.join(wrong)}"
-        if (run["config"] is None) != (run["run_id"] is None) or \
-                (run["trained_by"] is not None and not 0 <= run["trained_by"] < trained_runs):
+        if (run["config"] is None) != (run["run_id"] is None) or (
+            run["trained_by"] is not None and not 0 <= run["trained_by"] < trained_runs
+        ):
             return f"a run ({index}) whose config, run id or training run do not fit"
     return None
 
@@ -131,10 +165,22 @@ def store(key: str, runs: list[PlannedRun], trained: list[PlannedRun]) -> None:
     if not runs:
         return
     positions = {id(run): index for index, run in enumerate(trained)}
-    content = {"key": key, "artifact": runs[0].artifact, "scale": runs[0].scale, "runs": [
-        {"cell": run.cell, "overrides": run.overrides, "unavailable": run.unavailable, "run_id": run.run_id,
-         "config": run.container, "trained_by": None if run.trained_by is None else positions[id(run.trained_by)]}
-        for run in runs]}
+    content = {
+        "key": key,
+        "artifact": runs[0].artifact,
+        "scale": runs[0].scale,
+        "runs": [
+            {
+                "cell": run.cell,
+                "overrides": run.overrides,
+                "unavailable": run.unavailable,
+                "run_id": run.run_id,
+                "config": run.container,
+                "trained_by": None if run.trained_by is None else positions[id(run.trained_by)],
+            }
+            for run in runs
+        ],
+    }
     if not json_exact(content):
         return
     try:

@@ -15,9 +15,18 @@ class PlannedRun:
     building trees that `list` and a dry run never read). A change to that tree changes neither the container nor
     the run id."""
 
-    def __init__(self, artifact: str, scale: str, cell: dict[str, Any], overrides: list[str],
-                 unavailable: str | None = None, config: DictConfig | None = None, run_id: str | None = None,
-                 trained_by: "PlannedRun | None" = None, container: dict | None = None):
+    def __init__(
+        self,
+        artifact: str,
+        scale: str,
+        cell: dict[str, Any],
+        overrides: list[str],
+        unavailable: str | None = None,
+        config: DictConfig | None = None,
+        run_id: str | None = None,
+        trained_by: "PlannedRun | None" = None,
+        container: dict | None = None,
+    ):
         self.artifact = artifact
         self.scale = scale
         self.cell = cell

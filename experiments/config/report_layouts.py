@@ -46,8 +46,11 @@ class Report:
         return []
 
     def problems(self) -> list[str]:
-        return [f"{name}={key!r} must be one of the report's cells {self.cells}"
-                for name, key in self.placed_by().items() if key is not None and key not in self.cells]
+        return [
+            f"{name}={key!r} must be one of the report's cells {self.cells}"
+            for name, key in self.placed_by().items()
+            if key is not None and key not in self.cells
+        ]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,13 +78,18 @@ class LinesReport(Report):
     log_x: bool = False
 
     def placed_by(self) -> dict[str, str | None]:
-        return {"x": self.x, "lines": self.lines, "panels": self.panels,
-                "rows": self.rows if isinstance(self.rows, str) else None}
+        return {
+            "x": self.x,
+            "lines": self.lines,
+            "panels": self.panels,
+            "rows": self.rows if isinstance(self.rows, str) else None,
+        }
 
     def problems(self) -> list[str]:
         problems = super().problems()
-        if isinstance(self.rows, dict) and not (self.rows and all(isinstance(values, list) and values
-                                                                  for values in self.rows.values())):
+        if isinstance(self.rows, dict) and not (
+            self.rows and all(isinstance(values, list) and values for values in self.rows.values())
+        ):
             problems.append(f"rows={self.rows!r} must map each row's title to a non-empty list of {self.lines} values")
         return problems
 
@@ -137,20 +145,32 @@ class TableReport(Report):
     def problems(self) -> list[str]:
         problems = super().problems()
         if self.detail is not None and not (
-                isinstance(self.detail.get("prefix"), str) and set(self.detail) <= {"prefix", "compare", "note"}
-                and self.detail.get("compare", "model") in self.cells):
-            problems.append(f"detail={self.detail!r} must map prefix to a metric-name prefix, and may map compare to "
-                            f"one of the report's cells {self.cells} and note to text")
-        if self.paper_columns is not None and not (self.paper_columns and all(
-                isinstance(column, str) and isinstance(metric, str) for column, metric in self.paper_columns.items())):
-            problems.append(f"paper_columns={self.paper_columns!r} must map each paper column (of paper.numbers.table) "
-                            "to the metric of ours it is compared with, e.g. {c4: paloma/c4}")
+            isinstance(self.detail.get("prefix"), str)
+            and set(self.detail) <= {"prefix", "compare", "note"}
+            and self.detail.get("compare", "model") in self.cells
+        ):
+            problems.append(
+                f"detail={self.detail!r} must map prefix to a metric-name prefix, and may map compare to "
+                f"one of the report's cells {self.cells} and note to text"
+            )
+        if self.paper_columns is not None and not (
+            self.paper_columns
+            and all(
+                isinstance(column, str) and isinstance(metric, str) for column, metric in self.paper_columns.items()
+            )
+        ):
+            problems.append(
+                f"paper_columns={self.paper_columns!r} must map each paper column (of paper.numbers.table) "
+                "to the metric of ours it is compared with, e.g. {c4: paloma/c4}"
+            )
         for name in ("random_baseline", "ranking"):
             if getattr(self, name) and self.columns is None:
                 problems.append(f"{name}=true needs columns (the cell key whose values are the wide table's columns)")
         if self.random_baseline and self.columns not in (None, "task"):
-            problems.append(f"random_baseline=true needs columns='task' (a task spec gives the guessing accuracy), "
-                            f"got columns={self.columns!r}")
+            problems.append(
+                f"random_baseline=true needs columns='task' (a task spec gives the guessing accuracy), "
+                f"got columns={self.columns!r}"
+            )
         return problems
 
 
@@ -201,9 +221,12 @@ class SpeedReport(Report):
 
     def problems(self) -> list[str]:
         problems = super().problems()
-        return problems + [f"limits={self.limits!r}: key {metric!r} must be one of more_metrics {self.more_metrics} "
-                           f"and its value a metric name" for metric, limit in self.limits.items()
-                           if metric not in self.more_metrics or not isinstance(limit, str)]
+        return problems + [
+            f"limits={self.limits!r}: key {metric!r} must be one of more_metrics {self.more_metrics} "
+            f"and its value a metric name"
+            for metric, limit in self.limits.items()
+            if metric not in self.more_metrics or not isinstance(limit, str)
+        ]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -231,15 +254,27 @@ class BucketsReport(Report):
 
     def problems(self) -> list[str]:
         problems = super().problems()
-        if not self.buckets or not all(isinstance(bucket, str) for bucket in self.buckets) \
-                or len(set(self.buckets)) < len(self.buckets):
-            problems.append(f"buckets={self.buckets!r} must name each bucket once, as text (quote a number: '0'), "
-                            "in the order drawn")
+        if (
+            not self.buckets
+            or not all(isinstance(bucket, str) for bucket in self.buckets)
+            or len(set(self.buckets)) < len(self.buckets)
+        ):
+            problems.append(
+                f"buckets={self.buckets!r} must name each bucket once, as text (quote a number: '0'), "
+                "in the order drawn"
+            )
         return problems
 
 
-REPORT_KINDS = {"buckets": BucketsReport, "heatmap": HeatmapReport, "lines": LinesReport, "points": PointsReport, "scaling": ScalingReport,
-                "speed": SpeedReport, "table": TableReport}
+REPORT_KINDS = {
+    "buckets": BucketsReport,
+    "heatmap": HeatmapReport,
+    "lines": LinesReport,
+    "points": PointsReport,
+    "scaling": ScalingReport,
+    "speed": SpeedReport,
+    "table": TableReport,
+}
 
 
 def report_layout(report: dict) -> Report:

@@ -26,17 +26,45 @@ from experiments.config.bounds import (
 
 # Lightning's precision strings (lightning.fabric.connector._PRECISION_INPUT_STR), accelerators and strategies
 # (its StrategyRegistry), copied so that a config is checked without importing Lightning; a test keeps them equal.
-PRECISIONS = ("transformer-engine", "transformer-engine-float16", "16-true", "16-mixed", "bf16-true", "bf16-mixed",
-              "32-true", "64-true")
+PRECISIONS = (
+    "transformer-engine",
+    "transformer-engine-float16",
+    "16-true",
+    "16-mixed",
+    "bf16-true",
+    "bf16-mixed",
+    "32-true",
+    "64-true",
+)
 ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps", "tpu")
 STRATEGIES = (
-    "auto", "ddp", "ddp_spawn", "ddp_fork", "ddp_notebook", "ddp_find_unused_parameters_false",
-    "ddp_find_unused_parameters_true", "ddp_spawn_find_unused_parameters_false",
-    "ddp_spawn_find_unused_parameters_true", "ddp_fork_find_unused_parameters_false",
-    "ddp_fork_find_unused_parameters_true", "ddp_notebook_find_unused_parameters_false",
-    "ddp_notebook_find_unused_parameters_true", "deepspeed", "deepspeed_stage_1", "deepspeed_stage_2",
-    "deepspeed_stage_2_offload", "deepspeed_stage_3", "deepspeed_stage_3_offload", "deepspeed_stage_3_offload_nvme",
-    "fsdp", "fsdp_cpu_offload", "single_device", "single_xla", "xla_debug", "xla", "single_tpu",
+    "auto",
+    "ddp",
+    "ddp_spawn",
+    "ddp_fork",
+    "ddp_notebook",
+    "ddp_find_unused_parameters_false",
+    "ddp_find_unused_parameters_true",
+    "ddp_spawn_find_unused_parameters_false",
+    "ddp_spawn_find_unused_parameters_true",
+    "ddp_fork_find_unused_parameters_false",
+    "ddp_fork_find_unused_parameters_true",
+    "ddp_notebook_find_unused_parameters_false",
+    "ddp_notebook_find_unused_parameters_true",
+    "deepspeed",
+    "deepspeed_stage_1",
+    "deepspeed_stage_2",
+    "deepspeed_stage_2_offload",
+    "deepspeed_stage_3",
+    "deepspeed_stage_3_offload",
+    "deepspeed_stage_3_offload_nvme",
+    "fsdp",
+    "fsdp_cpu_offload",
+    "single_device",
+    "single_xla",
+    "xla_debug",
+    "xla",
+    "single_tpu",
 )
 LOGGERS = ("csv", "tensorboard", "wandb")
 # torch.distributed.fsdp.ShardingStrategy's names (the paper: "FSDP in SHARD_GRAD_OP mode [...] For small models we use
@@ -95,8 +123,10 @@ class OptimConfig:
             problems.append(f"betas={self.betas} must be two numbers in [0, 1)")
         for first, second in (("warmup_steps", "warmup_fraction"), ("min_lr", "min_lr_ratio")):
             if (getattr(self, first) is None) == (getattr(self, second) is None):
-                problems.append(f"{first}={getattr(self, first)} and {second}={getattr(self, second)}: set exactly one "
-                                "of the two (the other null or absent)")
+                problems.append(
+                    f"{first}={getattr(self, first)} and {second}={getattr(self, second)}: set exactly one "
+                    "of the two (the other null or absent)"
+                )
         if self.min_lr is not None and self.min_lr > self.lr:
             problems.append(f"min_lr={self.min_lr} must not exceed lr={self.lr} (the cosine decays from lr to min_lr)")
         if None not in (self.warmup_steps, self.decay_steps) and self.warmup_steps >= self.decay_steps:
@@ -136,11 +166,14 @@ class TrainerConfig:
     def problems(self) -> list[str]:
         problems = []
         if isinstance(self.devices, int) and self.devices < 1 and self.devices != -1:
-            problems.append(f"devices={self.devices} must be a count >= 1, -1 (all), 'auto' or a list of device "
-                            "indices")
+            problems.append(
+                f"devices={self.devices} must be a count >= 1, -1 (all), 'auto' or a list of device indices"
+            )
         if self.checkpoint_every_steps is not None and not self.checkpoint:
-            problems.append(f"checkpoint_every_steps={self.checkpoint_every_steps} needs checkpoint=true (or "
-                            "checkpoint_every_steps=null)")
+            problems.append(
+                f"checkpoint_every_steps={self.checkpoint_every_steps} needs checkpoint=true (or "
+                "checkpoint_every_steps=null)"
+            )
         devices = len(self.devices) if isinstance(self.devices, list) else self.devices
         if isinstance(devices, int) and devices >= 1:  # "auto" and -1 are counted when the run starts
             problems += batch_split_problems(self.batch_size, self.micro_batch_size, devices, self.num_nodes)
@@ -152,13 +185,17 @@ def batch_split_problems(global_batch: int, micro_batch: int | None, devices: in
     and a whole number of accumulation steps; [] when it does."""
     processes = devices * num_nodes
     if global_batch % processes:
-        return [f"batch_size={global_batch} (the global batch) does not split over devices={devices} x num_nodes="
-                f"{num_nodes} = {processes} processes; valid: a batch_size divisible by {processes}"]
+        return [
+            f"batch_size={global_batch} (the global batch) does not split over devices={devices} x num_nodes="
+            f"{num_nodes} = {processes} processes; valid: a batch_size divisible by {processes}"
+        ]
     per_process = global_batch // processes
     if micro_batch is not None and per_process % micro_batch:
-        return [f"micro_batch_size={micro_batch} does not divide the {per_process} sequences of each process (batch_size="
-                f"{global_batch} over devices={devices} x num_nodes={num_nodes}) into whole accumulation steps; valid: "
-                f"a divisor of {per_process}"]
+        return [
+            f"micro_batch_size={micro_batch} does not divide the {per_process} sequences of each process (batch_size="
+            f"{global_batch} over devices={devices} x num_nodes={num_nodes}) into whole accumulation steps; valid: "
+            f"a divisor of {per_process}"
+        ]
     return []
 
 

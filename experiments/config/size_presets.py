@@ -19,8 +19,9 @@ def apply_size_preset(config: DictConfig, overrides: list[str]) -> DictConfig:
         return config
     name, sizes = config.model.name, language_model_sizes()
     if name not in sizes:
-        raise ValueError(f"{SIZE_KEY}={size!r}: model {name!r} has no size presets; models with presets: "
-                         f"{sorted(sizes)}")
+        raise ValueError(
+            f"{SIZE_KEY}={size!r}: model {name!r} has no size presets; models with presets: {sorted(sizes)}"
+        )
     if str(size) not in sizes[name]:
         raise ValueError(f"{SIZE_KEY}={size!r} is not a size of {name!r}; valid choices: {list(sizes[name])}")
     overridden = {override.split("=", 1)[0].lstrip("+~") for override in overrides}
@@ -29,11 +30,16 @@ def apply_size_preset(config: DictConfig, overrides: list[str]) -> DictConfig:
         raise ValueError(f"{SIZE_KEY}={size} sets {clashes} from its preset; give the size or the dims, not both")
     preset = sizes[name][str(size)]
     options = OmegaConf.to_container(config.model.options, resolve=True) if config.model.get("options") else {}
-    contradicted = {key: (options[key], value) for key, value in preset["options"].items()
-                    if key in options and options[key] != value}
+    contradicted = {
+        key: (options[key], value)
+        for key, value in preset["options"].items()
+        if key in options and options[key] != value
+    }
     if contradicted:
-        raise ValueError(f"{SIZE_KEY}={size}: model.options contradict the preset of {name!r} "
-                         f"(option: (given, preset)): {contradicted}")
+        raise ValueError(
+            f"{SIZE_KEY}={size}: model.options contradict the preset of {name!r} "
+            f"(option: (given, preset)): {contradicted}"
+        )
     config.model.embedding_dim = preset["embedding_dim"]
     config.model.num_blocks = preset["num_blocks"]
     config.model.options = preset["options"] | options

@@ -28,8 +28,9 @@ def backbone_options(model: DictConfig) -> dict:
 def validate_run_config(config: DictConfig | dict) -> None:
     """ConfigError listing every bad value of the run config (an OmegaConf config, or a resolved plain one), one per
     line."""
-    problems = run_config_problems(OmegaConf.to_container(config, resolve=True) if isinstance(config, DictConfig)
-                                   else config)
+    problems = run_config_problems(
+        OmegaConf.to_container(config, resolve=True) if isinstance(config, DictConfig) else config
+    )
     if problems:
         raise ConfigError(problems_message(problems))
 
@@ -88,8 +89,12 @@ def model_problems(model_json: str) -> tuple[str, ...]:
     if problems:
         return tuple(problems)
     try:
-        backbone_config(model["name"], embedding_dim=model["embedding_dim"], num_blocks=model["num_blocks"],
-                        **(model["options"] or {}))
+        backbone_config(
+            model["name"],
+            embedding_dim=model["embedding_dim"],
+            num_blocks=model["num_blocks"],
+            **(model["options"] or {}),
+        )
     except (ValueError, TypeError) as error:
         return (str(error),)
     return ()

@@ -50,8 +50,12 @@ def run_context_extrapolation(config: DictConfig, run_dir: Path) -> dict[str, fl
 
         nll, used = peak_memory_bytes(score, device)
         total, peak = total + nll, max(peak, used)
-    metrics = {"extrapolation/perplexity": math.exp(total / targets.numel()), "extrapolation/memory_mib": peak / MIB,
-               "extrapolation/tokens": float(targets.numel()), "extrapolation/chunked": float(chunk is not None)}
+    metrics = {
+        "extrapolation/perplexity": math.exp(total / targets.numel()),
+        "extrapolation/memory_mib": peak / MIB,
+        "extrapolation/tokens": float(targets.numel()),
+        "extrapolation/chunked": float(chunk is not None),
+    }
     metrics |= {f"trained/{metric}": value for metric, value in trained["metrics"].items()}
     metrics["train/steps"] = 0.0
     metrics["eval/seconds"] = time.perf_counter() - started
@@ -72,7 +76,6 @@ def negative_log_likelihood(model, inputs: torch.Tensor, targets: torch.Tensor, 
     total, start = 0.0, 0
     for logits in pieces:  # (B, C, V)
         end = start + logits.shape[1]
-        total += float(F.cross_entropy(logits.float().flatten(0, 1), targets[:, start:end].flatten(),
-                                       reduction="sum"))
+        total += float(F.cross_entropy(logits.float().flatten(0, 1), targets[:, start:end].flatten(), reduction="sum"))
         start = end
     return total

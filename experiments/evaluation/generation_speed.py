@@ -57,8 +57,9 @@ def run_generation_time(config: DictConfig, run_dir: Path) -> dict[str, float]:
     metrics = {
         "generation/seconds": token_times[-1] - start,
         "generation/ms_per_token": 1000 * float(np.median(steps)) if len(steps) else math.nan,
-        "generation/ms_per_token_at_end": 1000 * float(np.median(steps[-max(1, len(steps) // AT_END):]))
-        if len(steps) else math.nan,
+        "generation/ms_per_token_at_end": 1000 * float(np.median(steps[-max(1, len(steps) // AT_END) :]))
+        if len(steps)
+        else math.nan,
         "generation/memory_mib": memory / MIB,
     }
     return metrics | common_metrics(model, trained, started)
@@ -69,16 +70,24 @@ def run_decoding_throughput(config: DictConfig, run_dir: Path) -> dict[str, floa
     started = time.perf_counter()
     wants_gpu = config.trainer.accelerator != "cpu" and torch.cuda.is_available()
     if settings.memory_limit_mib is None and not wants_gpu:
-        raise ValueError("decoding_throughput on a CPU needs evaluate.settings.memory_limit_mib (the memory the "
-                         "model may use, in MiB); null takes the GPU's memory")
+        raise ValueError(
+            "decoding_throughput on a CPU needs evaluate.settings.memory_limit_mib (the memory the "
+            "model may use, in MiB); null takes the GPU's memory"
+        )
     model, device, trained = evaluated_model(config, run_dir, settings.precision)
-    limit = settings.memory_limit_mib * MIB if settings.memory_limit_mib is not None \
+    limit = (
+        settings.memory_limit_mib * MIB
+        if settings.memory_limit_mib is not None
         else torch.cuda.get_device_properties(device).total_memory
+    )
     weights = sum(parameter.numel() * parameter.element_size() for parameter in model.parameters())
     capacity = needed_capacity(settings.prefill, settings.length)
     state_bytes = settings.batch_size * state_size_bytes(model, capacity, device)
-    metrics = {"throughput/tokens_per_second": math.nan, "throughput/memory_mib": (weights + state_bytes) / MIB,
-               "throughput/out_of_memory": 1.0}
+    metrics = {
+        "throughput/tokens_per_second": math.nan,
+        "throughput/memory_mib": (weights + state_bytes) / MIB,
+        "throughput/out_of_memory": 1.0,
+    }
     if weights + state_bytes <= limit:
         prompt = random_prompt(config, model, settings.batch_size, settings.prefill, device)
         try:
@@ -110,16 +119,18 @@ def evaluated_model(config: DictConfig, run_dir: Path, precision: str) -> tuple[
     return model, device, trained
 
 
-def random_prompt(config: DictConfig, model: torch.nn.Module, batch: int, length: int,
-                  device: torch.device) -> torch.Tensor:
+def random_prompt(
+    config: DictConfig, model: torch.nn.Module, batch: int, length: int, device: torch.device
+) -> torch.Tensor:
     """(batch, length) token ids drawn from the run's seed: the same prompt for every model of one vocabulary."""
     vocabulary = model.lm_head.out_features
     generator = torch.Generator().manual_seed(config.seed)
     return torch.randint(vocabulary, (batch, length), generator=generator).to(device)
 
 
-def timed_generation(model: torch.nn.Module, prompt: torch.Tensor, length: int, capacity: int,
-                     device: torch.device) -> tuple[float, list[float]]:
+def timed_generation(
+    model: torch.nn.Module, prompt: torch.Tensor, length: int, capacity: int, device: torch.device
+) -> tuple[float, list[float]]:
     """The time before the prefill and the time each of ``length`` new tokens is chosen (perf_counter seconds):
     the first after the prefill, each later one a step later."""
     token_times = []
@@ -153,5 +164,8 @@ def synchronize(device: torch.device) -> None:
 
 def common_metrics(model: torch.nn.Module, trained: dict, started: float) -> dict[str, float]:
     metrics = {f"trained/{metric}": value for metric, value in trained.items()}
-    return metrics | {PARAMETERS_METRIC: float(sum(parameter.numel() for parameter in model.parameters())),
-                      "train/steps": 0.0, "eval/seconds": time.perf_counter() - started}
+    return metrics | {
+        PARAMETERS_METRIC: float(sum(parameter.numel() for parameter in model.parameters())),
+        "train/steps": 0.0,
+        "eval/seconds": time.perf_counter() - started,
+    }

@@ -32,8 +32,9 @@ from tasks.registry import TEXT
 MAX_GENERATED_TOKENS = 256  # the harness's own default for generate_until
 
 
-def token_log_probs(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor,
-                    context_length: int) -> tuple[torch.Tensor, torch.Tensor]:
+def token_log_probs(
+    model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, context_length: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """inputs, targets (S,) -> (log-probability of each target (S,) float32, whether it is the argmax (S,) bool).
 
     Within ``context_length`` one forward pass; beyond it chunks of ``context_length`` tokens with the state carried
@@ -72,8 +73,9 @@ class SuiteLanguageModel(TemplateLM):
         run = Path(arguments["run"])
         config = OmegaConf.load(run / "config.yaml")
         model, _ = trained_language_model(config, evaluated_checkpoints(run, "last")[0])
-        return cls(model, language_model_tokenizer(config), config.task.context_length,
-                   arguments.get("precision", "32-true"))
+        return cls(
+            model, language_model_tokenizer(config), config.task.context_length, arguments.get("precision", "32-true")
+        )
 
     @property
     def eot_token_id(self) -> int:

@@ -40,15 +40,19 @@ def harness_tasks(settings: LmevalSettings):
     sample = TEXT.harness_sample
     folder = sample.folder() if settings.task_dir == sample.task_dir else settings.task_dir
     if folder is not None and not Path(folder).is_dir():
-        raise ValueError(f"evaluate.settings.task_dir={settings.task_dir!r} is not a folder (nor {sample.task_dir!r}, "
-                         "the offline stand-in)")
+        raise ValueError(
+            f"evaluate.settings.task_dir={settings.task_dir!r} is not a folder (nor {sample.task_dir!r}, "
+            "the offline stand-in)"
+        )
     manager = TaskManager(include_path=str(folder) if folder is not None else None)
     known = set(manager.all_tasks)
     unknown = [task for task in settings.tasks if task not in known]
     if unknown:
         hints = {task: difflib.get_close_matches(task, known, n=3) for task in unknown}
-        raise ValueError(f"evaluate.settings.tasks: {unknown} are not tasks of the LM Evaluation Harness (closest: "
-                         f"{hints}); `lm_eval ls tasks` lists them")
+        raise ValueError(
+            f"evaluate.settings.tasks: {unknown} are not tasks of the LM Evaluation Harness (closest: "
+            f"{hints}); `lm_eval ls tasks` lists them"
+        )
     return manager
 
 
@@ -68,14 +72,24 @@ def run_lmeval(config: DictConfig, run_dir: Path) -> dict[str, float]:
     by_precision, higher_is_better = {}, {}
     for precision in settings.precisions:
         harness = SuiteLanguageModel(model, name, config.task.context_length, precision)
-        results = simple_evaluate(model=harness, tasks=list(settings.tasks), limit=settings.limit,
-                                  task_manager=manager, bootstrap_iters=0, log_samples=False, random_seed=config.seed)
+        results = simple_evaluate(
+            model=harness,
+            tasks=list(settings.tasks),
+            limit=settings.limit,
+            task_manager=manager,
+            bootstrap_iters=0,
+            log_samples=False,
+            random_seed=config.seed,
+        )
         by_precision[precision] = harness_metrics(results["results"])
         higher_is_better |= results["higher_is_better"]
     write_text_atomic(Path(run_dir) / SCORES_FILE, json.dumps(by_precision, indent=1, sort_keys=True))
     best = best_metrics(by_precision, higher_is_better)
-    metrics = {f"lmeval/{precision}/{key}": value for precision, values in by_precision.items()
-               for key, value in values.items()}
+    metrics = {
+        f"lmeval/{precision}/{key}": value
+        for precision, values in by_precision.items()
+        for key, value in values.items()
+    }
     metrics |= {f"lmeval/best/{key}": value for key, value in best.items()}
     metrics |= {f"lmeval/{column}": value for column, value in table_columns(best).items()}
     if VALIDATION_PERPLEXITY in trained["metrics"]:

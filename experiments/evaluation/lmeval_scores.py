@@ -48,8 +48,11 @@ def best_metrics(by_precision: dict[str, dict[str, float]], higher_is_better: di
 def table_columns(best: dict[str, float]) -> dict[str, float]:
     """The table's columns whose task was evaluated (accuracies in percent), and ``average_acc`` when all six
     accuracies are there."""
-    columns = {column: best[f"{task}/{metric}"] * (PERCENT if column in ACCURACY_COLUMNS else 1.0)
-               for column, (task, metric) in COLUMNS.items() if f"{task}/{metric}" in best}
+    columns = {
+        column: best[f"{task}/{metric}"] * (PERCENT if column in ACCURACY_COLUMNS else 1.0)
+        for column, (task, metric) in COLUMNS.items()
+        if f"{task}/{metric}" in best
+    }
     if all(column in columns for column in ACCURACY_COLUMNS):
         columns["average_acc"] = sum(columns[column] for column in ACCURACY_COLUMNS) / len(ACCURACY_COLUMNS)
     return columns

@@ -22,8 +22,9 @@ class DocumentLikelihoods:
     tokens: np.ndarray  # (D,) int64: the number of scored tokens of each document
 
 
-def document_likelihoods(model: Callable[[torch.Tensor], torch.Tensor], batches: Iterable, documents: int,
-                         device: torch.device | str = "cpu") -> DocumentLikelihoods:
+def document_likelihoods(
+    model: Callable[[torch.Tensor], torch.Tensor], batches: Iterable, documents: int, device: torch.device | str = "cpu"
+) -> DocumentLikelihoods:
     """Score every batch (inputs, targets, scored, document arrays, as tasks.text.Paloma.windows gives them) with
     ``model`` (tokens (B, S) -> logits (B, S, V)) and total the scored tokens of each of ``documents``."""
     log_likelihood = torch.zeros(documents, dtype=torch.float64)
@@ -34,8 +35,9 @@ def document_likelihoods(model: Callable[[torch.Tensor], torch.Tensor], batches:
             targets = torch.as_tensor(batch.targets, device=device)  # (B, S)
             scored = torch.as_tensor(batch.scored, device=device)  # (B, S)
             logits = model(inputs)  # (B, S, V)
-            token_log_likelihood = -F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(),
-                                                    reduction="none").view(targets.shape)  # (B, S)
+            token_log_likelihood = -F.cross_entropy(
+                logits.flatten(0, 1).float(), targets.flatten(), reduction="none"
+            ).view(targets.shape)  # (B, S)
             window_sums = torch.where(scored, token_log_likelihood, 0.0).double().sum(-1)  # (B,)
             document = torch.as_tensor(batch.document)  # (B,)
             log_likelihood.index_add_(0, document, window_sums.cpu())

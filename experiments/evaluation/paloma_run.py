@@ -35,21 +35,33 @@ def run_paloma(config: DictConfig, run_dir: Path) -> dict[str, float]:
     model, device = trained_language_model(config, checkpoint)
     name = language_model_tokenizer(config)
     documents = TEXT.paloma.documents(settings.location, settings.split, settings.sources)
-    batches = TEXT.paloma.windows([document.text for document in documents], name, settings.window,
-                                  settings.tokens_per_batch)
+    batches = TEXT.paloma.windows(
+        [document.text for document in documents], name, settings.window, settings.tokens_per_batch
+    )
     with precision_context(settings.precision, device):
         likelihoods = document_likelihoods(model, batches, len(documents), device)
-    scores = pd.DataFrame({"source": [document.source for document in documents],
-                           "subdomain": [document.subdomain for document in documents],
-                           "log_likelihood": likelihoods.log_likelihood, "tokens": likelihoods.tokens})
+    scores = pd.DataFrame(
+        {
+            "source": [document.source for document in documents],
+            "subdomain": [document.subdomain for document in documents],
+            "log_likelihood": likelihoods.log_likelihood,
+            "tokens": likelihoods.tokens,
+        }
+    )
     subdomains = subdomain_perplexities(scores)
     sources = source_perplexities(subdomains)
     write_text_atomic(Path(run_dir) / SCORES_FILE, scores_csv(subdomains, sources))
-    metrics = {f"paloma/{column}": float(value) for table, columns in TABLES.items()
-               if set(columns.values()) <= set(sources.index) for column, value in table_columns(sources, table).items()}
+    metrics = {
+        f"paloma/{column}": float(value)
+        for table, columns in TABLES.items()
+        if set(columns.values()) <= set(sources.index)
+        for column, value in table_columns(sources, table).items()
+    }
     metrics["paloma/tokens"] = float(sources["tokens"].sum())
-    metrics |= {f"{DOMAIN_METRIC}{source}/{subdomain}": float(perplexity)  # the detail table's values
-                for (source, subdomain), perplexity in subdomains["perplexity"].items()}
+    metrics |= {
+        f"{DOMAIN_METRIC}{source}/{subdomain}": float(perplexity)  # the detail table's values
+        for (source, subdomain), perplexity in subdomains["perplexity"].items()
+    }
     metrics |= {f"trained/{metric}": value for metric, value in trained["metrics"].items()}
     metrics["train/steps"] = 0.0
     metrics["eval/seconds"] = time.perf_counter() - started
@@ -61,5 +73,7 @@ def scores_csv(subdomains: pd.DataFrame, sources: pd.DataFrame) -> str:
     by_subdomain = subdomains.reset_index().assign(level="subdomain")
     by_source = sources.reset_index().assign(level="source", subdomain="")
     columns = ["level", "source", "subdomain", "tokens", "log_likelihood", "perplexity"]
-    by_source["log_likelihood"] = subdomains.groupby(level="source")["log_likelihood"].sum().reindex(sources.index).to_numpy()
+    by_source["log_likelihood"] = (
+        subdomains.groupby(level="source")["log_likelihood"].sum().reindex(sources.index).to_numpy()
+    )
     return pd.concat([by_subdomain, by_source])[columns].to_csv(index=False)

@@ -66,9 +66,13 @@ def source_perplexities(subdomains: pd.DataFrame) -> pd.DataFrame:
     weight = subdomains["tokens"] / subdomains.groupby(level="source")["tokens"].transform("sum")
     weighted_loss = weight * (-subdomains["log_likelihood"] / subdomains["tokens"])  # nats per token, weighted
     by_source = subdomains.groupby(level="source")
-    return pd.DataFrame({"tokens": by_source["tokens"].sum(),
-                         "subdomains": by_source.size(),
-                         "perplexity": np.exp(weighted_loss.groupby(level="source").sum())})
+    return pd.DataFrame(
+        {
+            "tokens": by_source["tokens"].sum(),
+            "subdomains": by_source.size(),
+            "perplexity": np.exp(weighted_loss.groupby(level="source").sum()),
+        }
+    )
 
 
 def table_columns(sources: pd.DataFrame, table: str) -> pd.Series:
@@ -79,8 +83,9 @@ def table_columns(sources: pd.DataFrame, table: str) -> pd.Series:
     columns = TABLES[table]
     missing = sorted(set(columns.values()) - set(sources.index))
     if missing:
-        raise ValueError(f"table {table!r} needs the PALOMA sources {missing}, which have no scores; scored: "
-                         f"{sorted(sources.index)}")
+        raise ValueError(
+            f"table {table!r} needs the PALOMA sources {missing}, which have no scores; scored: {sorted(sources.index)}"
+        )
     row = pd.Series({column: sources.at[source, "perplexity"] for column, source in columns.items()}, name=table)
     if table in AVERAGE_COLUMNS:
         row[AVERAGE_COLUMNS[table]] = row.mean()

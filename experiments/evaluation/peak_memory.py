@@ -24,8 +24,11 @@ def peak_memory_bytes(compute: Callable[[], Any], device: torch.device) -> tuple
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as profiler:
         result = compute()
     # the public FunctionEvents drop the standalone "[memory]" events; the kineto results keep them
-    events = sorted((event.start_ns(), event.nbytes()) for event in profiler.profiler.kineto_results.events()
-                    if event.name() == "[memory]" and event.device_type() == torch.autograd.DeviceType.CPU)
+    events = sorted(
+        (event.start_ns(), event.nbytes())
+        for event in profiler.profiler.kineto_results.events()
+        if event.name() == "[memory]" and event.device_type() == torch.autograd.DeviceType.CPU
+    )
     live = peak = 0
     for _, nbytes in events:  # an allocation's bytes are positive, a free's negative
         live += nbytes

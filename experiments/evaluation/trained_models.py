@@ -17,8 +17,10 @@ def trained_language_model(config: DictConfig, checkpoint: Path | None) -> tuple
     one and one is there, else the CPU)."""
     spec = task_spec(OmegaConf.to_container(config.task, resolve=True))
     if spec.output_kind != "vocab":
-        raise ValueError(f"this evaluation scores language models; task {spec.name!r} has output kind "
-                         f"{spec.output_kind!r}, not 'vocab'")
+        raise ValueError(
+            f"this evaluation scores language models; task {spec.name!r} has output kind "
+            f"{spec.output_kind!r}, not 'vocab'"
+        )
     wants_gpu = config.trainer.accelerator != "cpu"
     device = torch.device("cuda" if wants_gpu and torch.cuda.is_available() else "cpu")
     torch.manual_seed(config.seed)
@@ -32,8 +34,10 @@ def trained_language_model(config: DictConfig, checkpoint: Path | None) -> tuple
 def language_model_tokenizer(config: DictConfig) -> str:
     name = config.task.get("tokenizer")
     if name is None:
-        raise ValueError(f"a language-model evaluation needs the task's tokenizer (task.tokenizer); task "
-                         f"{config.task.get('name')!r} names none")
+        raise ValueError(
+            f"a language-model evaluation needs the task's tokenizer (task.tokenizer); task "
+            f"{config.task.get('name')!r} names none"
+        )
     return name
 
 

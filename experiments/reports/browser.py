@@ -13,8 +13,17 @@ from pathlib import Path
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 INSTALL_HINT = "apt-get install chromium (Debian's package; as root)"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--hide-scrollbars", "--allow-file-access-from-files"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--allow-file-access-from-files",
+]
 TIME_BUDGET_MS = 10_000  # virtual time for the page to load its images
 
 
@@ -30,8 +39,12 @@ def run_chromium(arguments: list[str], timeout: float) -> str:
     if executable is None:
         raise RuntimeError(f"no Chromium found ({', '.join(CHROMIUM_NAMES)}): {INSTALL_HINT}")
     with tempfile.TemporaryDirectory(prefix="xlstm-suite-chromium-") as profile:
-        done = subprocess.run([executable, *FLAGS, f"--user-data-dir={profile}", *arguments], capture_output=True,
-                              text=True, timeout=timeout)
+        done = subprocess.run(
+            [executable, *FLAGS, f"--user-data-dir={profile}", *arguments],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     if done.returncode != 0:
         raise RuntimeError(f"{executable} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
     return done.stdout
@@ -45,8 +58,15 @@ def rendered_dom(page: Path, timeout: float = 120) -> str:
 def screenshot(page: Path, image: Path, width: int = 1280, height: int = 1800, timeout: float = 120) -> Path:
     """A PNG of the page's first ``height`` pixels at a window ``width`` wide."""
     image = image.resolve()
-    run_chromium([f"--virtual-time-budget={TIME_BUDGET_MS}", f"--window-size={width},{height}",
-                  f"--screenshot={image}", page.resolve().as_uri()], timeout)
+    run_chromium(
+        [
+            f"--virtual-time-budget={TIME_BUDGET_MS}",
+            f"--window-size={width},{height}",
+            f"--screenshot={image}",
+            page.resolve().as_uri(),
+        ],
+        timeout,
+    )
     return image
 
 

@@ -25,7 +25,9 @@ def bucket_figure(layout: BucketsReport, table: pd.DataFrame, title: str) -> plt
     values = shown[metrics].to_numpy(dtype=float)  # (cells, K), NaN where the split has no token of the bucket
     figure, (absolute, relative) = plt.subplots(1, 2, figsize=(max(11.0, 3.0 + 1.4 * len(layout.buckets)), 3.8))
     for line, name, row, whole in zip(shown[layout.lines], names, values, shown["ours"]):
-        absolute.plot(positions, row, marker=marker[line], color=colour[line], label=f"{name} (all tokens: {whole:.1f})")
+        absolute.plot(
+            positions, row, marker=marker[line], color=colour[line], label=f"{name} (all tokens: {whole:.1f})"
+        )
         relative.plot(positions, row / values[0], marker=marker[line], color=colour[line], label=name)
     absolute.set_yscale("log")
     absolute.set_ylabel(metric_label(layout.metric))

@@ -44,8 +44,10 @@ def with_sizes(runs: pd.DataFrame, planned: Sequence[PlannedRun], cell_keys: lis
     runs = runs.copy()
     for key in SIZE_KEYS:
         if key not in cell_keys:
-            runs[key] = [None if run_id not in trained or trained[run_id] is None
-                         else OmegaConf.select(trained[run_id], key) for run_id in runs["run_id"]]
+            runs[key] = [
+                None if run_id not in trained or trained[run_id] is None else OmegaConf.select(trained[run_id], key)
+                for run_id in runs["run_id"]
+            ]
     return runs
 
 

@@ -28,8 +28,10 @@ def detail_frame(layout: TableReport, runs: pd.DataFrame) -> pd.DataFrame | None
     if not names or done.empty:
         return None
     means = done.groupby(layout.cells, sort=False)[names].mean()  # cells x metrics
-    means.index = [" ".join(value_name(key, value) for key, value in zip(layout.cells, cell))
-                   for cell in (means.index if isinstance(means.index, pd.MultiIndex) else [(v,) for v in means.index])]
+    means.index = [
+        " ".join(value_name(key, value) for key, value in zip(layout.cells, cell))
+        for cell in (means.index if isinstance(means.index, pd.MultiIndex) else [(v,) for v in means.index])
+    ]
     detail = means.T  # metrics x cells
     detail.index = [name.removeprefix(prefix) for name in detail.index]
     return detail.dropna(how="all")
@@ -43,23 +45,33 @@ def wins_markdown(layout: TableReport, runs: pd.DataFrame, mode: str) -> str:
     names = [column for column in done.columns if column.startswith(prefix)]
     others = [key for key in layout.cells if key != compare]
     rows = []
-    for group, cells in (done.groupby(others, sort=False) if others else [((), done)]):
+    for group, cells in done.groupby(others, sort=False) if others else [((), done)]:
         means = cells.groupby(compare, sort=False)[names].mean()  # compare values x metrics
         for first, second in itertools.permutations(means.index, 2):
             both = means.loc[[first, second]].dropna(axis=1)
             better = (both.loc[first] < both.loc[second]) if mode == "min" else (both.loc[first] > both.loc[second])
-            rows.append({**dict(zip(others, group if isinstance(group, tuple) else (group,))),
-                         compare: value_name(compare, first), "than": value_name(compare, second),
-                         "better in": f"{int(better.sum())} of {both.shape[1]}",
-                         "share": f"{better.mean():.1%}" if both.shape[1] else ""})
+            rows.append(
+                {
+                    **dict(zip(others, group if isinstance(group, tuple) else (group,))),
+                    compare: value_name(compare, first),
+                    "than": value_name(compare, second),
+                    "better in": f"{int(better.sum())} of {both.shape[1]}",
+                    "share": f"{better.mean():.1%}" if both.shape[1] else "",
+                }
+            )
     return pd.DataFrame(rows).to_markdown(index=False) if rows else "No two values to compare."
 
 
 def detail_markdown(layout: TableReport, runs: pd.DataFrame, mode: str, csv_name: str) -> str:
     note = layout.detail.get("note")
-    lines = ["## Detail", "",
-             f"Every metric named `{detail_prefix(layout)}<name>`, per cell the mean over its finished runs: "
-             f"[{csv_name}]({csv_name}) (one row per name). Per two values of `{layout.detail.get('compare', 'model')}`"
-             f", the names in which the first is {'lower' if mode == 'min' else 'higher'} (better):", "",
-             wins_markdown(layout, runs, mode), ""]
+    lines = [
+        "## Detail",
+        "",
+        f"Every metric named `{detail_prefix(layout)}<name>`, per cell the mean over its finished runs: "
+        f"[{csv_name}]({csv_name}) (one row per name). Per two values of `{layout.detail.get('compare', 'model')}`"
+        f", the names in which the first is {'lower' if mode == 'min' else 'higher'} (better):",
+        "",
+        wins_markdown(layout, runs, mode),
+        "",
+    ]
     return "\n".join([*lines, *([note.strip(), ""] if note else [])])

@@ -76,7 +76,9 @@ def selected(finding: Finding, table: pd.DataFrame) -> pd.DataFrame:
 
 
 def where_words(finding: Finding) -> str:
-    where = ", ".join(f"{key} {task_name(str(value)) if key == 'task' else value}" for key, value in finding.where.items())
+    where = ", ".join(
+        f"{key} {task_name(str(value)) if key == 'task' else value}" for key, value in finding.where.items()
+    )
     return f" on {where}" if where else ""
 
 
@@ -93,8 +95,11 @@ def subject_mask(table: pd.DataFrame, subject: str, context: CheckContext) -> pd
 def short_name(cell: pd.Series, context: CheckContext) -> str:
     """A cell's model (and printed row) where its group says the rest."""
     printed = cell.get(PAPER_ROW, "") if PAPER_ROW in cell.index else ""
-    return f"{model_name(cell['model'])}{' ' + printed if printed else ''}" if "model" in cell.index else \
-        str(context.names[cell.name])
+    return (
+        f"{model_name(cell['model'])}{' ' + printed if printed else ''}"
+        if "model" in cell.index
+        else str(context.names[cell.name])
+    )
 
 
 def subject_name(subject: str) -> str:
@@ -125,8 +130,9 @@ def check_runs(finding: Finding, table: pd.DataFrame, context: CheckContext) -> 
     digits = digits_for([*all_values, *([reference] if reference is not None else [])])
     intervals = finding.compares and context.confidence is not None
     if intervals:
-        reference_interval = confidence_interval(tuple(cell_values(selection[selection["model"] == finding.than])),
-                                                 context.confidence)
+        reference_interval = confidence_interval(
+            tuple(cell_values(selection[selection["model"] == finding.than])), context.confidence
+        )
     rows, agrees = [], []
     for expectation, models in finding.expect.items():
         for model in models:
@@ -134,17 +140,30 @@ def check_runs(finding: Finding, table: pd.DataFrame, context: CheckContext) -> 
             values = cell_values(cells)
             judged = bool(values) and (reference is not None or not finding.compares)
             counted = sum(finding.counts(value, reference) for value in values) if judged else 0
-            ours = (outcome(finding.counted, counted, len(values)) if judged
-                    else NOT_FINISHED if len(cells) and not values
-                    else f"no finished run of {model_name(finding.than)}" if values else NOT_IN_GRID)
+            ours = (
+                outcome(finding.counted, counted, len(values))
+                if judged
+                else NOT_FINISHED
+                if len(cells) and not values
+                else f"no finished run of {model_name(finding.than)}"
+                if values
+                else NOT_IN_GRID
+            )
             agrees_one = agreement(expectation, ours) if judged else None
-            row = [subject_name(model), expectation, ours, f"{counted} of {len(values)}" if judged else "",
-                   ", ".join(fmt(value, digits) for value in values)]
+            row = [
+                subject_name(model),
+                expectation,
+                ours,
+                f"{counted} of {len(values)}" if judged else "",
+                ", ".join(fmt(value, digits) for value in values),
+            ]
             if intervals:
                 low, high = confidence_interval(tuple(values), context.confidence)
                 apart = interval_overlaps({"model": (low, high), "reference": reference_interval}).apart
-                row += [f"[{fmt(low, digits)}, {fmt(high, digits)}]" if not math.isnan(low) else "",
-                        ("yes" if apart else "no") if not math.isnan(low) else ""]
+                row += [
+                    f"[{fmt(low, digits)}, {fmt(high, digits)}]" if not math.isnan(low) else "",
+                    ("yes" if apart else "no") if not math.isnan(low) else "",
+                ]
                 if agrees_one == "yes" and not apart:
                     agrees_one = "partly"  # in direction, within the spread of the runs
             if finding.words:
@@ -153,19 +172,25 @@ def check_runs(finding: Finding, table: pd.DataFrame, context: CheckContext) -> 
             agrees.append(agrees_one)
     if finding.compares:
         mean = "no finished run" if reference is None else fmt(reference, digits)
-        rule = (f"Below means {context.metric} < the mean of {model_name(finding.than)}'s runs ({mean})"
-                f"{where_words(finding)}, judged run by run: a model is below when all its runs are, above when none "
-                "is, mixed otherwise (partly).")
+        rule = (
+            f"Below means {context.metric} < the mean of {model_name(finding.than)}'s runs ({mean})"
+            f"{where_words(finding)}, judged run by run: a model is below when all its runs are, above when none "
+            "is, mixed otherwise (partly)."
+        )
         if intervals:
             low, high = reference_interval
-            rule += (f" A model below in every run agrees fully only when its {context.confidence:.0%} t-interval "
-                     f"(Student's t over its runs) and {model_name(finding.than)}'s "
-                     f"([{fmt(low, digits)}, {fmt(high, digits)}]) are apart (share no value), partly otherwise.")
+            rule += (
+                f" A model below in every run agrees fully only when its {context.confidence:.0%} t-interval "
+                f"(Student's t over its runs) and {model_name(finding.than)}'s "
+                f"([{fmt(low, digits)}, {fmt(high, digits)}]) are apart (share no value), partly otherwise."
+            )
         counted_header, side = "runs below", "below"
     else:
-        rule = (f"Solved means {context.metric} >= {finding.threshold:g}{where_words(finding)} (our threshold; the paper "
-                "states none), judged run by run: a model is solved when all its runs are, unsolved when none is, "
-                "mixed otherwise (partly).")
+        rule = (
+            f"Solved means {context.metric} >= {finding.threshold:g}{where_words(finding)} (our threshold; the paper "
+            "states none), judged run by run: a model is solved when all its runs are, unsolved when none is, "
+            "mixed otherwise (partly)."
+        )
         counted_header, side = "runs solved", "solved"
     header = ["model", "the paper (as we read it)", "ours", counted_header, "our values"]
     if intervals:
@@ -173,11 +198,19 @@ def check_runs(finding: Finding, table: pd.DataFrame, context: CheckContext) -> 
     if finding.words:
         header.insert(2, "the paper's words")
     judged = [(row[0], agrees_one) for row, agrees_one in zip(rows, agrees) if agrees_one is not None]
-    names = {verdict: [name for name, agrees_one in judged if agrees_one == verdict] for verdict in ("yes", "partly", "no")}
-    summary = (f"ours agrees for {len(names['yes'])} of the {len(judged)} models with results at this scale"
-               + (f"; partly ({side} in some runs, not all{', or an interval not apart' if intervals else ''}) for "
-                  f"{', '.join(names['partly'])}" if names["partly"] else "")
-               + (f"; it differs for {', '.join(names['no'])}" if names["no"] else ""))
+    names = {
+        verdict: [name for name, agrees_one in judged if agrees_one == verdict] for verdict in ("yes", "partly", "no")
+    }
+    summary = (
+        f"ours agrees for {len(names['yes'])} of the {len(judged)} models with results at this scale"
+        + (
+            f"; partly ({side} in some runs, not all{', or an interval not apart' if intervals else ''}) for "
+            f"{', '.join(names['partly'])}"
+            if names["partly"]
+            else ""
+        )
+        + (f"; it differs for {', '.join(names['no'])}" if names["no"] else "")
+    )
     return Checked(rule, header, rows, agrees, holds_of(agrees), summary)
 
 
@@ -200,18 +233,30 @@ def check_order(finding: Finding, table: pd.DataFrame, context: CheckContext) ->
     groups = [group_name(keys, row) for _, row in selection.iterrows()]
     found = order_agreement(names, groups, list(selection["ours"]), list(selection["paper"]), context.mode)
     within = " and ".join(keys) if keys else "table"
-    rule = ORDER_RULE.format(within=within, across=" (cells of different groups are on different scales)" if keys
-                             else "") + "."
+    rule = (
+        ORDER_RULE.format(within=within, across=" (cells of different groups are on different scales)" if keys else "")
+        + "."
+    )
     rows, agrees = [], []
     for group, (agreeing, pairs) in found.groups.items():
         disagreeing = found.disagreeing_in[group]
         share = agreeing / pairs if pairs else math.nan
-        agrees.append(None if not pairs else "yes" if agreeing == pairs else "partly" if share >= ORDER_PARTLY else "no")
-        rows.append([group or "every cell", f"{agreeing} of {pairs}",
-                     "; ".join(f"{better} / {worse}" for better, worse in disagreeing) or "none"])
+        agrees.append(
+            None if not pairs else "yes" if agreeing == pairs else "partly" if share >= ORDER_PARTLY else "no"
+        )
+        rows.append(
+            [
+                group or "every cell",
+                f"{agreeing} of {pairs}",
+                "; ".join(f"{better} / {worse}" for better, worse in disagreeing) or "none",
+            ]
+        )
     verdict = {"yes": "holds", "partly": "holds partly", "no": "does not hold", None: "not measured here"}[found.holds]
-    header = ["group" if keys else "cells", "pairs in the paper's order", "pairs in the other order (the paper's better "
-                                                                          "first)"]
+    header = [
+        "group" if keys else "cells",
+        "pairs in the paper's order",
+        "pairs in the other order (the paper's better first)",
+    ]
     return Checked(rule, header, rows, agrees, verdict, found.sentence().rstrip("."))
 
 
@@ -225,8 +270,11 @@ def check_rank(finding: Finding, table: pd.DataFrame, context: CheckContext) -> 
     if isinstance(by, list):  # the first of them among the cells (a scale's stand-in size key)
         by = next((key for key in by if key in context.cells), None)
     selection = selected(finding, table)
-    groups = [(value_name(by, value), cells) for value, cells in selection.groupby(by, sort=False)] if by else \
-        [("", selection)]
+    groups = (
+        [(value_name(by, value), cells) for value, cells in selection.groupby(by, sort=False)]
+        if by
+        else [("", selection)]
+    )
     digits = digits_for(selection["ours"])
     rows, agrees = [], []
     absent = [model for model in finding.rank["models"] if not subject_mask(selection, model, context).any()]
@@ -244,15 +292,24 @@ def check_rank(finding: Finding, table: pd.DataFrame, context: CheckContext) -> 
             position = order.index.get_loc(mine.index[0]) + 1
             best = order.iloc[0]
             best_name = short_name(best, context) if by else context.names[best.name]
-            rows.append([group, subject_name(model), f"{position} of {len(order)}", fmt(mine.iloc[0]["ours"], digits),
-                         f"{best_name} ({fmt(best['ours'], digits)})"])
+            rows.append(
+                [
+                    group,
+                    subject_name(model),
+                    f"{position} of {len(order)}",
+                    fmt(mine.iloc[0]["ours"], digits),
+                    f"{best_name} ({fmt(best['ours'], digits)})",
+                ]
+            )
             agrees.append("yes" if position <= top else "no")
     for row in rows:
         if not by:
             row.pop(0)
     among = "the best cell" if top == 1 else f"among the best {top} cells"
-    rule = (f"A model agrees in a group when one of its cells is {among} there by {context.metric} ({context.better_word} "
-            f"is better){f', in each group of {by}' if by else ''}.")
+    rule = (
+        f"A model agrees in a group when one of its cells is {among} there by {context.metric} ({context.better_word} "
+        f"is better){f', in each group of {by}' if by else ''}."
+    )
     header = [*([by] if by else []), "model", "its place", "its value", "the best cell"]
     yes = sum(agrees_one == "yes" for agrees_one in agrees)
     judged = sum(agrees_one is not None for agrees_one in agrees)
@@ -278,17 +335,29 @@ def check_growth(finding: Finding, table: pd.DataFrame, context: CheckContext) -
             k = growth_exponent(cells[context.x], cells[column]) if len(cells) else math.nan
             found = growth_class(k)
             agrees.append(None if math.isnan(k) else growth_agreement(expected, found))
-            rows.append([subject_name(model), expected, found if not math.isnan(k) else (
-                NOT_IN_GRID if not subject_mask(selection, model, context).any() else "fewer than two sizes"),
-                "" if math.isnan(k) else signed(k),
-                ", ".join(f"{x:g}" for x in cells[context.x])])
-    rule = (f"Growth of {finding.metric or context.metric} in {context.x}, {GROWTH_RULE} (cells out of memory left "
-            "out). A model agrees when its class is the paper's, partly when both grow faster than linearly (or "
-            "both slower).")
+            rows.append(
+                [
+                    subject_name(model),
+                    expected,
+                    found
+                    if not math.isnan(k)
+                    else (NOT_IN_GRID if not subject_mask(selection, model, context).any() else "fewer than two sizes"),
+                    "" if math.isnan(k) else signed(k),
+                    ", ".join(f"{x:g}" for x in cells[context.x]),
+                ]
+            )
+    rule = (
+        f"Growth of {finding.metric or context.metric} in {context.x}, {GROWTH_RULE} (cells out of memory left "
+        "out). A model agrees when its class is the paper's, partly when both grow faster than linearly (or "
+        "both slower)."
+    )
     header = ["model", "the paper", "ours", "k", f"{context.x.rsplit('.', 1)[-1]} measured"]
     yes = sum(agrees_one == "yes" for agrees_one in agrees)
-    summary = (f"{yes} of {sum(agrees_one is not None for agrees_one in agrees)} models grow as the paper finds ("
-               + ", ".join(f"{row[0]} {row[2]}{f' (k {row[3]})' if row[3] else ''}" for row in rows) + ")")
+    summary = (
+        f"{yes} of {sum(agrees_one is not None for agrees_one in agrees)} models grow as the paper finds ("
+        + ", ".join(f"{row[0]} {row[2]}{f' (k {row[3]})' if row[3] else ''}" for row in rows)
+        + ")"
+    )
     return Checked(rule, header, rows, agrees, holds_of(agrees), summary)
 
 
@@ -301,22 +370,39 @@ def check_change(finding: Finding, table: pd.DataFrame, context: CheckContext) -
         for model in models:
             cells = model_cells(selection, model, context, column)
             if len(cells) < 2:
-                rows.append([subject_name(model), expected, NOT_IN_GRID if cells.empty and not subject_mask(
-                    selection, model, context).any() else "fewer than two sizes", ""])
+                rows.append(
+                    [
+                        subject_name(model),
+                        expected,
+                        NOT_IN_GRID
+                        if cells.empty and not subject_mask(selection, model, context).any()
+                        else "fewer than two sizes",
+                        "",
+                    ]
+                )
                 agrees.append(None)
                 continue
             first, last = cells.iloc[0], cells.iloc[-1]
             change = relative_change(first[column], last[column])
             found = change_class(change, finding.tolerance)
             agrees.append("yes" if found == expected else "no")
-            rows.append([subject_name(model), expected, found,
-                         f"{fmt(first[column], digits)} at {first[context.x]:g} -> {fmt(last[column], digits)} at "
-                         f"{last[context.x]:g} ({change:+.1%})"])
+            rows.append(
+                [
+                    subject_name(model),
+                    expected,
+                    found,
+                    f"{fmt(first[column], digits)} at {first[context.x]:g} -> {fmt(last[column], digits)} at "
+                    f"{last[context.x]:g} ({change:+.1%})",
+                ]
+            )
     rule = CHANGE_RULE.format(x=context.x, tolerance=finding.tolerance) + f" (of {finding.metric or context.metric})."
     header = ["model", "the paper", "ours", "smallest -> largest"]
     yes = sum(agrees_one == "yes" for agrees_one in agrees)
-    summary = (f"{yes} of {sum(agrees_one is not None for agrees_one in agrees)} models change as the paper finds ("
-               + ", ".join(f"{row[0]} {row[3].rsplit('(', 1)[-1].rstrip(')')}" for row in rows if row[3]) + ")")
+    summary = (
+        f"{yes} of {sum(agrees_one is not None for agrees_one in agrees)} models change as the paper finds ("
+        + ", ".join(f"{row[0]} {row[3].rsplit('(', 1)[-1].rstrip(')')}" for row in rows if row[3])
+        + ")"
+    )
     return Checked(rule, header, rows, agrees, holds_of(agrees), summary)
 
 
@@ -327,7 +413,9 @@ def compared_values(selection: pd.DataFrame, subject: str, finding: Finding, con
     if context.out_of_memory in cells:
         cells = cells[~(cells[context.out_of_memory].fillna(0) >= OUT_OF_MEMORY_AT)]
     if finding.metrics:
-        return {metric.rsplit("/", 1)[-1]: cells[metric].mean() for metric in finding.metrics if cells[metric].notna().any()}
+        return {
+            metric.rsplit("/", 1)[-1]: cells[metric].mean() for metric in finding.metrics if cells[metric].notna().any()
+        }
     if context.x is not None and context.x in cells:
         return {f"{x:g}": value for x, value in zip(cells[context.x], cells["ours"]) if not pd.isna(value)}
     return {"": cells["ours"].mean()} if cells["ours"].notna().any() else {}
@@ -342,13 +430,28 @@ def check_beats(finding: Finding, table: pd.DataFrame, context: CheckContext) ->
         shared = [where for where in mine if where in theirs]
         better = [where for where in shared if context.better(mine[where], theirs[where])]
         agrees.append(None if not shared else "yes" if len(better) == len(shared) else "partly" if better else "no")
-        rows.append([subject_name(first), subject_name(second), f"{len(better)} of {len(shared)}",
-                     "; ".join(f"{where + ': ' if where else ''}{fmt(mine[where], digits)} vs "
-                               f"{fmt(theirs[where], digits)}" for where in shared)])
-    where = (f"in each of {', '.join(metric.rsplit('/', 1)[-1] for metric in finding.metrics)}" if finding.metrics
-             else f"at every {context.x} both ran" if context.x else "in its value (the mean of its cells)")
-    rule = (f"The first model agrees when its {finding.metric or context.metric} is {context.better_word} (better) than "
-            f"the second's {where}; partly when it is at some of them.")
+        rows.append(
+            [
+                subject_name(first),
+                subject_name(second),
+                f"{len(better)} of {len(shared)}",
+                "; ".join(
+                    f"{where + ': ' if where else ''}{fmt(mine[where], digits)} vs {fmt(theirs[where], digits)}"
+                    for where in shared
+                ),
+            ]
+        )
+    where = (
+        f"in each of {', '.join(metric.rsplit('/', 1)[-1] for metric in finding.metrics)}"
+        if finding.metrics
+        else f"at every {context.x} both ran"
+        if context.x
+        else "in its value (the mean of its cells)"
+    )
+    rule = (
+        f"The first model agrees when its {finding.metric or context.metric} is {context.better_word} (better) than "
+        f"the second's {where}; partly when it is at some of them."
+    )
     header = ["model", "than", "better at", "values (first vs second)"]
     summary = "; ".join(f"{row[0]} better than {row[1]} at {row[2]}" for row in rows)
     return Checked(rule, header, rows, agrees, holds_of(agrees), summary)
@@ -374,19 +477,34 @@ def check_out_of_memory(finding: Finding, table: pd.DataFrame, context: CheckCon
         smallest_other = min(others, default=math.inf)
         mine = firsts[model]
         agrees.append("yes" if mine < smallest_other else "partly" if mine == smallest_other < math.inf else "no")
-        rows.append([subject_name(model), f"none up to {largest:g}" if math.isinf(mine) else f"{mine:g}",
-                     f"none up to {largest:g}" if math.isinf(smallest_other) else f"{smallest_other:g}"])
-    rule = (f"A model agrees when the smallest {context.x} at which it runs out of memory is below every other model's "
-            "(partly when another runs out at the same one).")
+        rows.append(
+            [
+                subject_name(model),
+                f"none up to {largest:g}" if math.isinf(mine) else f"{mine:g}",
+                f"none up to {largest:g}" if math.isinf(smallest_other) else f"{smallest_other:g}",
+            ]
+        )
+    rule = (
+        f"A model agrees when the smallest {context.x} at which it runs out of memory is below every other model's "
+        "(partly when another runs out at the same one)."
+    )
     header = ["model", "its first out of memory", "the others' first"]
-    summary = "; ".join(f"{model_name(model)} " + ("never" if math.isinf(first) else f"at {first:g}")
-                        for model, first in firsts.items())
+    summary = "; ".join(
+        f"{model_name(model)} " + ("never" if math.isinf(first) else f"at {first:g}") for model, first in firsts.items()
+    )
     return Checked(rule, header, rows, agrees, holds_of(agrees), "out of memory first: " + summary)
 
 
-CHECK_KINDS = {"solved": check_runs, "compare": check_runs, "order": check_order, "rank": check_rank,
-               "growth": check_growth, "change": check_change, "beats": check_beats,
-               "out_of_memory_first": check_out_of_memory}
+CHECK_KINDS = {
+    "solved": check_runs,
+    "compare": check_runs,
+    "order": check_order,
+    "rank": check_rank,
+    "growth": check_growth,
+    "change": check_change,
+    "beats": check_beats,
+    "out_of_memory_first": check_out_of_memory,
+}
 
 
 def check(finding: Finding, table: pd.DataFrame, context: CheckContext) -> Checked:
@@ -394,8 +512,16 @@ def check(finding: Finding, table: pd.DataFrame, context: CheckContext) -> Check
 
 
 def checked_markdown(finding: Finding, checked: Checked) -> str:
-    lines = [f"> {finding.quote}", ">", f"> -- the paper, {finding.source}", "", f"Rule: {checked.rule}", "",
-             "| " + " | ".join([*checked.header, "agrees"]) + " |", "|" + " --- |" * (len(checked.header) + 1)]
+    lines = [
+        f"> {finding.quote}",
+        ">",
+        f"> -- the paper, {finding.source}",
+        "",
+        f"Rule: {checked.rule}",
+        "",
+        "| " + " | ".join([*checked.header, "agrees"]) + " |",
+        "|" + " --- |" * (len(checked.header) + 1),
+    ]
     for row, agrees_one in zip(checked.rows, checked.agrees):
         shown = "-" if agrees_one is None else ("**no**" if agrees_one == "no" else agrees_one)
         lines.append("| " + " | ".join([*row, shown]) + " |")

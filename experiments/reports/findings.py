@@ -28,8 +28,25 @@ OPPOSITES = {"solved": "unsolved", "unsolved": "solved", "below": "above", "abov
 EXPECTATIONS = tuple(OPPOSITES)
 GROWTH_CLASSES = ("flat", "linear", "quadratic", "sublinear", "superlinear", "falling")
 CHANGE_CLASSES = ("keeps", "rises")
-FINDING_KEYS = ("quote", "source", "where", "words", "expect", "threshold", "than", "order", "within", "rank",
-                "growth", "change", "tolerance", "metric", "beats", "metrics", "out_of_memory_first")
+FINDING_KEYS = (
+    "quote",
+    "source",
+    "where",
+    "words",
+    "expect",
+    "threshold",
+    "than",
+    "order",
+    "within",
+    "rank",
+    "growth",
+    "change",
+    "tolerance",
+    "metric",
+    "beats",
+    "metrics",
+    "out_of_memory_first",
+)
 CHECKS = ("expect", "order", "rank", "growth", "change", "beats", "out_of_memory_first")
 NOT_IN_GRID, NOT_FINISHED = "not in this scale's grid", "no finished run"
 
@@ -57,23 +74,31 @@ class Finding:
     def __post_init__(self) -> None:
         checks = [name for name in CHECKS if getattr(self, name)]
         if len(checks) != 1:
-            raise ValueError(f"a finding names one check of {list(CHECKS)}, got {checks or 'none'} (quote "
-                             f"{self.quote[:40]!r}...)")
+            raise ValueError(
+                f"a finding names one check of {list(CHECKS)}, got {checks or 'none'} (quote {self.quote[:40]!r}...)"
+            )
         unknown = sorted(set(self.expect) - set(EXPECTATIONS))
         if unknown:
             raise ValueError(f"finding expectations {unknown} are not valid; valid choices: {list(EXPECTATIONS)}")
         if self.compares and set(self.expect) & {"solved", "unsolved"}:
-            raise ValueError("a finding expects solved/unsolved (with a threshold) or below/above (with than), not both")
+            raise ValueError(
+                "a finding expects solved/unsolved (with a threshold) or below/above (with than), not both"
+            )
         if self.compares and self.than is None:
             raise ValueError("a finding that expects below/above needs 'than', the model whose mean they compare with")
         if self.expect and not self.compares and self.threshold is None:
             raise ValueError("a finding that expects solved/unsolved needs a 'threshold'")
         if self.order is not None and self.order != "paper":
             raise ValueError(f"order={self.order!r} is not valid; valid choices: ['paper'] (the paper's numbers)")
-        if self.rank and not (isinstance(self.rank.get("models"), list) and self.rank["models"]
-                              and set(self.rank) <= {"models", "top", "by"}):
-            raise ValueError(f"rank={self.rank!r} needs models (a list) and may give top (default 1) and by (a cell "
-                             "key whose values are the groups)")
+        if self.rank and not (
+            isinstance(self.rank.get("models"), list)
+            and self.rank["models"]
+            and set(self.rank) <= {"models", "top", "by"}
+        ):
+            raise ValueError(
+                f"rank={self.rank!r} needs models (a list) and may give top (default 1) and by (a cell "
+                "key whose values are the groups)"
+            )
         for name, classes in (("growth", GROWTH_CLASSES), ("change", CHANGE_CLASSES)):
             bad = sorted(set(getattr(self, name)) - set(classes))
             if bad:
@@ -108,16 +133,27 @@ def findings_of(paper: dict) -> list[Finding]:
         unknown = sorted(set(item) - set(FINDING_KEYS))
         if unknown:
             raise ValueError(f"paper.findings keys {unknown} are not valid; valid choices: {list(FINDING_KEYS)}")
-        findings.append(Finding(
-            quote=item["quote"], source=item["source"], where=dict(item.get("where") or {}),
-            expect={key: list(models) for key, models in (item.get("expect") or {}).items()},
-            threshold=None if item.get("threshold") is None else float(item["threshold"]), than=item.get("than"),
-            words=dict(item.get("words") or {}), order=item.get("order"), within=item.get("within"),
-            rank=dict(item.get("rank") or {}), growth={key: list(models) for key, models in
-                                                      (item.get("growth") or {}).items()},
-            change={key: list(models) for key, models in (item.get("change") or {}).items()},
-            tolerance=float(item.get("tolerance", 0.05)), metric=item.get("metric"), beats=dict(item.get("beats") or {}),
-            metrics=list(item.get("metrics") or []), out_of_memory_first=list(item.get("out_of_memory_first") or [])))
+        findings.append(
+            Finding(
+                quote=item["quote"],
+                source=item["source"],
+                where=dict(item.get("where") or {}),
+                expect={key: list(models) for key, models in (item.get("expect") or {}).items()},
+                threshold=None if item.get("threshold") is None else float(item["threshold"]),
+                than=item.get("than"),
+                words=dict(item.get("words") or {}),
+                order=item.get("order"),
+                within=item.get("within"),
+                rank=dict(item.get("rank") or {}),
+                growth={key: list(models) for key, models in (item.get("growth") or {}).items()},
+                change={key: list(models) for key, models in (item.get("change") or {}).items()},
+                tolerance=float(item.get("tolerance", 0.05)),
+                metric=item.get("metric"),
+                beats=dict(item.get("beats") or {}),
+                metrics=list(item.get("metrics") or []),
+                out_of_memory_first=list(item.get("out_of_memory_first") or []),
+            )
+        )
     return findings
 
 

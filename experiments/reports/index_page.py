@@ -58,7 +58,7 @@ def page_summary(page: str) -> tuple[str, list[str]]:
     end = next((index for index, line in enumerate(lines) if line.startswith(VERDICT_LINE)), None)
     if start is None or end is None:
         return title, []
-    return title, [line for line in lines[start:end + 1] if line.strip()]
+    return title, [line for line in lines[start : end + 1] if line.strip()]
 
 
 def summary_html(lines: list[str]) -> str:
@@ -89,12 +89,13 @@ def table_html(cells: pd.DataFrame, cell_keys: list[str]) -> str:
         columns = [column for column in columns if column not in ("sample std", "min", "max")]
     digits = digits_for(pd.concat([cells[column] for column in ("ours", "paper") if column in cells]))
     header = "".join(f"<th>{html.escape(key.rsplit('.', 1)[-1])}</th>" for key in keys) + "".join(
-        f"<th>{html.escape({'min': 'lowest run', 'max': 'highest run'}.get(column, column))}</th>"
-        for column in columns)
+        f"<th>{html.escape({'min': 'lowest run', 'max': 'highest run'}.get(column, column))}</th>" for column in columns
+    )
     rows = []
     for _, cell in cells.iterrows():
-        shown = [html.escape(value_name(key, cell[key]).split("=", 1)[-1]) if pd.notna(cell[key]) else ""
-                 for key in keys]
+        shown = [
+            html.escape(value_name(key, cell[key]).split("=", 1)[-1]) if pd.notna(cell[key]) else "" for key in keys
+        ]
         for column in columns:
             value = cell[column]
             if pd.isna(value) or value == "":
@@ -105,9 +106,16 @@ def table_html(cells: pd.DataFrame, cell_keys: list[str]) -> str:
                 shown.append(f"{value:.{digits if column != 'sample std' else max(digits, 3)}f}")
             else:
                 shown.append(html.escape(str(value)))
-        rows.append("<tr>" + "".join(
-            f'<td class="number">{value}</td>' if index >= len(keys) and columns[index - len(keys)] != "note"
-            else f"<td>{value}</td>" for index, value in enumerate(shown)) + "</tr>")
+        rows.append(
+            "<tr>"
+            + "".join(
+                f'<td class="number">{value}</td>'
+                if index >= len(keys) and columns[index - len(keys)] != "note"
+                else f"<td>{value}</td>"
+                for index, value in enumerate(shown)
+            )
+            + "</tr>"
+        )
     return f"<table><tr>{header}</tr>\n" + "\n".join(rows) + "</table>"
 
 
@@ -115,12 +123,23 @@ def report_html(folder: Path, scale: str, stem: str, cell_keys: list[str]) -> st
     """One report's section: its title, summary, table, figure and links (paths relative to the index)."""
     page = (folder / f"{stem}.md").read_text()
     title, summary = page_summary(page)
-    parts = [f'<h3 id="{scale}-{stem}">{html.escape(stem)} ({scale} scale)</h3>', f"<p>{inline(title)}</p>",
-             summary_html(summary)]
-    links = [(f"{stem}.md", "page"), (f"{stem}.csv", "cells (.csv)"), (f"{stem}{RUNS_SUFFIX}", "runs (.runs.csv)"),
-             (f"{stem}{DETAIL_SUFFIX}", "detail (.detail.csv)"), (f"{stem}.pdf", "figure (.pdf)")]
-    parts.append('<p class="links">' + "".join(f'<a href="{scale}/{name}">{label}</a>' for name, label in links
-                                                if (folder / name).exists()) + "</p>")
+    parts = [
+        f'<h3 id="{scale}-{stem}">{html.escape(stem)} ({scale} scale)</h3>',
+        f"<p>{inline(title)}</p>",
+        summary_html(summary),
+    ]
+    links = [
+        (f"{stem}.md", "page"),
+        (f"{stem}.csv", "cells (.csv)"),
+        (f"{stem}{RUNS_SUFFIX}", "runs (.runs.csv)"),
+        (f"{stem}{DETAIL_SUFFIX}", "detail (.detail.csv)"),
+        (f"{stem}.pdf", "figure (.pdf)"),
+    ]
+    parts.append(
+        '<p class="links">'
+        + "".join(f'<a href="{scale}/{name}">{label}</a>' for name, label in links if (folder / name).exists())
+        + "</p>"
+    )
     if (folder / f"{stem}.csv").exists():
         parts.append(table_html(pd.read_csv(folder / f"{stem}.csv"), cell_keys))
     if (folder / f"{stem}.png").exists():
@@ -151,20 +170,35 @@ def index_html(reports: Path) -> str:
             artifact = load_artifact(name)
             if not written[name]:
                 why = "no runs at this scale" if scale in artifact.scales else f"no {scale} scale declared"
-                sections.append(f'<h3 id="{scale}-{name}">{html.escape(name)} ({scale} scale)</h3>'
-                                f'<p class="none">{why}: no report.</p>')
+                sections.append(
+                    f'<h3 id="{scale}-{name}">{html.escape(name)} ({scale} scale)</h3>'
+                    f'<p class="none">{why}: no report.</p>'
+                )
                 continue
             cell_keys = list(artifact.at_scale(scale).report["cells"])
             sections += [report_html(folder, scale, stem, cell_keys) for stem in written[name]]
-    return "\n".join([
-        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-        "<title>xlstm-suite: the paper's findings and ours</title>", f"<style>{STYLE}</style>", "</head>", "<body>",
-        "<h1>xlstm-suite: the paper's findings and ours</h1>",
-        "<p>Every artifact of the xLSTM paper (Beck et al., 2024) at every scale: what the paper found, what we "
-        "measured and whether it shows, each statement computed from the cells by the rule its page states. "
-        "<code>xlstm-suite report all --scale mini</code> writes this page; each report's own page has the rules, "
-        "the checks and every table.</p>",
-        "<nav><ul>" + "".join(contents) + "</ul></nav>", *sections, "</body>", "</html>", ""])
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            "<title>xlstm-suite: the paper's findings and ours</title>",
+            f"<style>{STYLE}</style>",
+            "</head>",
+            "<body>",
+            "<h1>xlstm-suite: the paper's findings and ours</h1>",
+            "<p>Every artifact of the xLSTM paper (Beck et al., 2024) at every scale: what the paper found, what we "
+            "measured and whether it shows, each statement computed from the cells by the rule its page states. "
+            "<code>xlstm-suite report all --scale mini</code> writes this page; each report's own page has the rules, "
+            "the checks and every table.</p>",
+            "<nav><ul>" + "".join(contents) + "</ul></nav>",
+            *sections,
+            "</body>",
+            "</html>",
+            "",
+        ]
+    )
 
 
 def write_index(reports: Path) -> Path:

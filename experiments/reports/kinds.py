@@ -56,15 +56,26 @@ def heatmap_figure(layout: HeatmapReport, table: pd.DataFrame, title: str) -> pl
     columns = sorted(groups, key=lambda column: group_order.index(groups[column]))  # stable within a group
 
     shown = table.assign(
-        text=["" if pd.isna(ours) else (f"{ours:.2f}\n±{std:.2f}" if runs > 1 else f"{ours:.2f}")
-              for ours, std, runs in zip(table["ours"], table["std"], table["runs"])],
-        short=[NOT_AVAILABLE if note.startswith("not available") else "" if not pd.isna(ours)
-               else DIVERGED if runs else MISSING  # a cell with runs but no value: they all diverged
-               for note, ours, runs in zip(table["note"], table["ours"], table["runs"])],
+        text=[
+            "" if pd.isna(ours) else (f"{ours:.2f}\n±{std:.2f}" if runs > 1 else f"{ours:.2f}")
+            for ours, std, runs in zip(table["ours"], table["std"], table["runs"])
+        ],
+        short=[
+            NOT_AVAILABLE
+            if note.startswith("not available")
+            else ""
+            if not pd.isna(ours)
+            else DIVERGED
+            if runs
+            else MISSING  # a cell with runs but no value: they all diverged
+            for note, ours, runs in zip(table["note"], table["ours"], table["runs"])
+        ],
     )
 
     def grid(values: str) -> pd.DataFrame:  # rows x columns of one column of ``shown``
-        return shown.pivot(index=layout.rows, columns=layout.columns, values=values).reindex(index=rows, columns=columns)
+        return shown.pivot(index=layout.rows, columns=layout.columns, values=values).reindex(
+            index=rows, columns=columns
+        )
 
     values, annotations, notes = grid("ours"), grid("text"), grid("short")
     values.index = annotations.index = notes.index = [value_name(layout.rows, row) for row in rows]
@@ -78,31 +89,55 @@ def row_lines(layout: LinesReport, table: pd.DataFrame) -> dict[str, tuple[pd.Da
     if isinstance(layout.rows, dict):
         return {title: (table[table[layout.lines].isin(values)], values) for title, values in layout.rows.items()}
     if isinstance(layout.rows, str):
-        return {value_name(layout.rows, value): (cells, list(dict.fromkeys(cells[layout.lines])))
-                for value, cells in table.groupby(layout.rows, sort=False)}
+        return {
+            value_name(layout.rows, value): (cells, list(dict.fromkeys(cells[layout.lines])))
+            for value, cells in table.groupby(layout.rows, sort=False)
+        }
     return {"": (table, list(dict.fromkeys(table[layout.lines])))}
 
 
 def lines_figure(layout: LinesReport, table: pd.DataFrame, title: str) -> plt.Figure:
-    return line_panels(table, x=layout.x, line=layout.lines, panel=layout.panels, row_lines=row_lines(layout, table),
-                       line_names=names(table, layout.lines), panel_names=names(table, layout.panels), title=title,
-                       y_label=metric_label(layout.metric), log_x=layout.log_x)
+    return line_panels(
+        table,
+        x=layout.x,
+        line=layout.lines,
+        panel=layout.panels,
+        row_lines=row_lines(layout, table),
+        line_names=names(table, layout.lines),
+        panel_names=names(table, layout.panels),
+        title=title,
+        y_label=metric_label(layout.metric),
+        log_x=layout.log_x,
+    )
 
 
 def points_figure(layout: PointsReport, table: pd.DataFrame, title: str) -> plt.Figure:
     intervals = [confidence_interval(values, layout.confidence) for values in table["values"]]
     shown = table.assign(low=[low for low, _ in intervals], high=[high for _, high in intervals])
-    return point_panels(shown, x=layout.x, panel=layout.panels, x_names=names(table, layout.x),
-                        panel_names=names(table, layout.panels), title=title, y_label=metric_label(layout.metric),
-                        interval=f"mean, {layout.confidence:.0%} t-interval over runs")
+    return point_panels(
+        shown,
+        x=layout.x,
+        panel=layout.panels,
+        x_names=names(table, layout.x),
+        panel_names=names(table, layout.panels),
+        title=title,
+        y_label=metric_label(layout.metric),
+        interval=f"mean, {layout.confidence:.0%} t-interval over runs",
+    )
 
 
 def scaling_figure(layout: ScalingReport, table: pd.DataFrame, title: str) -> plt.Figure:
     """The metric against the parameter count, log-log, with each line's fitted power law."""
     lines = scaling_lines(table, layout.lines, layout.cells)
-    return power_law_panel(lines, line_names=names(table, layout.lines), title=title, x_label="parameters",
-                           y_label=metric_label_with_split(layout.metric), count_name=short_count,
-                           line_key=layout.lines)
+    return power_law_panel(
+        lines,
+        line_names=names(table, layout.lines),
+        title=title,
+        x_label="parameters",
+        y_label=metric_label_with_split(layout.metric),
+        count_name=short_count,
+        line_key=layout.lines,
+    )
 
 
 def table_figure(layout, table: pd.DataFrame, title: str) -> plt.Figure | None:
@@ -117,13 +152,24 @@ def table_figure(layout, table: pd.DataFrame, title: str) -> plt.Figure | None:
         columns = {"the paper": "paper", "ours": "ours"}
     colour = colours("model", shown["model"]) if "model" in shown else None
     bar_colours = [colour[model] for model in shown["model"]] if colour else None
-    return bar_panels(shown, names=cell_names(shown, layout.cells), columns=columns, title=title,
-                      x_label=metric_label(layout.metric), bar_colours=bar_colours)
+    return bar_panels(
+        shown,
+        names=cell_names(shown, layout.cells),
+        columns=columns,
+        title=title,
+        x_label=metric_label(layout.metric),
+        bar_colours=bar_colours,
+    )
 
 
 REPORT_FIGURES: dict[str, Callable] = {
-    "buckets": bucket_figure, "heatmap": heatmap_figure, "lines": lines_figure, "points": points_figure, "scaling": scaling_figure,
-    "speed": speed_figure, "table": table_figure,
+    "buckets": bucket_figure,
+    "heatmap": heatmap_figure,
+    "lines": lines_figure,
+    "points": points_figure,
+    "scaling": scaling_figure,
+    "speed": speed_figure,
+    "table": table_figure,
 }
 
 

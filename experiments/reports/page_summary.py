@@ -24,7 +24,12 @@ from experiments.run_metrics import PARAMETERS_METRIC
 PARAMETER_COLUMNS = (PARAMETERS_METRIC, f"trained/{PARAMETERS_METRIC}")
 STEP_COLUMNS = ("train/steps", "trained/train/steps")
 VERDICT_LINE = "**Does it show here?**"
-PLURALS = {HOLDS: "hold", PARTLY: "hold partly", DOES_NOT_HOLD: "do not hold", NOT_MEASURED: "are not measured here"}  # the index page reads the line that starts with it
+PLURALS = {
+    HOLDS: "hold",
+    PARTLY: "hold partly",
+    DOES_NOT_HOLD: "do not hold",
+    NOT_MEASURED: "are not measured here",
+}  # the index page reads the line that starts with it
 
 
 def count_range(counts) -> str:
@@ -45,7 +50,7 @@ def values_of(configs: list, key: str) -> list:
 
 
 def model_description(model: str, rows: pd.DataFrame, configs: dict) -> str:
-    """"GPT-3 (4 blocks, E 128, 5.9M parameters)": the model's blocks, embedding dimension and parameter count over
+    """ "GPT-3 (4 blocks, E 128, 5.9M parameters)": the model's blocks, embedding dimension and parameter count over
     its finished runs (ranges where they differ)."""
     trained = [training_config(configs[run_id]) for run_id in rows["run_id"] if run_id in configs]
     parts = []
@@ -69,15 +74,23 @@ def budget_description(done: pd.DataFrame, configs: dict, evaluating: bool) -> s
     checkpoint = values_of(evaluated, "evaluate.checkpoint") if evaluating else []
     if checkpoint == ["initial"]:
         return "at their initial weights (evaluation only; time and memory do not depend on the weights' values)"
-    steps_column = next((column for column in STEP_COLUMNS[::-1 if evaluating else 1] if column in done
-                         and done[column].notna().any()), None)
+    steps_column = next(
+        (
+            column
+            for column in STEP_COLUMNS[:: -1 if evaluating else 1]
+            if column in done and done[column].notna().any()
+        ),
+        None,
+    )
     steps = sorted({int(value) for value in done[steps_column].dropna()}) if steps_column else []
     batch, context = values_of(trained, "trainer.batch_size"), values_of(trained, "task.context_length")
     corpus = values_of(trained, "task.corpus")
     words = f"{summary(steps) if steps else '?'} training steps of batch {summary(batch)}"
     if corpus and len(batch) == 1 and len(context) == 1 and len(steps) == 1:
-        words += (f" x {context[0]} tokens ({short_count(steps[0] * batch[0] * context[0])} training tokens per run, "
-                  f"corpus {summary(corpus)})")
+        words += (
+            f" x {context[0]} tokens ({short_count(steps[0] * batch[0] * context[0])} training tokens per run, "
+            f"corpus {summary(corpus)})"
+        )
     elif corpus:
         words += f", context {summary(context)}, corpus {summary(corpus)}"
     if evaluating:
@@ -86,21 +99,25 @@ def budget_description(done: pd.DataFrame, configs: dict, evaluating: bool) -> s
 
 
 def seeds_description(done: pd.DataFrame, configs: dict) -> str:
-    """"seeds 0, 1 for xLSTM[7:1], RWKV-4; seed 0 for GPT-3, Llama": the seeds of each model's finished runs."""
+    """ "seeds 0, 1 for xLSTM[7:1], RWKV-4; seed 0 for GPT-3, Llama": the seeds of each model's finished runs."""
     seeds_of = {}
     for model, rows in done.groupby("model", sort=False):
         if "seed" in rows:
             seeds = sorted({int(seed) for seed in rows["seed"].dropna()})
         else:
-            seeds = values_of([training_config(configs[run_id]) for run_id in rows["run_id"] if run_id in configs],
-                              "seed")
+            seeds = values_of(
+                [training_config(configs[run_id]) for run_id in rows["run_id"] if run_id in configs], "seed"
+            )
         seeds_of.setdefault(tuple(seeds), []).append(model_name(model))
-    return "; ".join(f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds)) or '?'} for {', '.join(models)}"
-                     for seeds, models in seeds_of.items())
+    return "; ".join(
+        f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds)) or '?'} for {', '.join(models)}"
+        for seeds, models in seeds_of.items()
+    )
 
 
-def measured_markdown(artifact: Artifact, planned: Sequence[PlannedRun], run_rows: pd.DataFrame,
-                      cells: list[str]) -> str:
+def measured_markdown(
+    artifact: Artifact, planned: Sequence[PlannedRun], run_rows: pd.DataFrame, cells: list[str]
+) -> str:
     """What the finished runs are: models and sizes, tasks, the budget, the seeds per model, and how many of the
     planned runs finished."""
     configs = {run.run_id: run for run in planned if run.run_id is not None}
@@ -108,7 +125,11 @@ def measured_markdown(artifact: Artifact, planned: Sequence[PlannedRun], run_row
     if done.empty:
         return "no finished run"
     evaluating = bool(artifact.evaluates)
-    models = [model_description(model, rows, configs) for model, rows in done.groupby("model", sort=False)] if "model" in done else []
+    models = (
+        [model_description(model, rows, configs) for model, rows in done.groupby("model", sort=False)]
+        if "model" in done
+        else []
+    )
     parts = [f"{len(models)} model{'' if len(models) == 1 else 's'}: {'; '.join(models)}"] if models else []
     if "task" in cells:
         parts.append("on " + ", ".join(task_name(task) for task in dict.fromkeys(done["task"])))
@@ -135,10 +156,15 @@ def verdict_markdown(findings: Sequence[Finding], holds: list[str], scale: str, 
     if not findings:
         return f"{VERDICT_LINE} Not judged: the artifact names no finding of the paper to check."
     answer = verdict(holds)
-    counts = [f"{count} {kind if count == 1 else PLURALS[kind]}"
-              for kind in (HOLDS, PARTLY, DOES_NOT_HOLD, NOT_MEASURED) if (count := sum(one == kind for one in holds))]
-    line = f"{VERDICT_LINE} **{answer}**: of the paper's {len(findings)} finding{'s' if len(findings) > 1 else ''} " \
-           f"checked below, {', '.join(counts)}."
+    counts = [
+        f"{count} {kind if count == 1 else PLURALS[kind]}"
+        for kind in (HOLDS, PARTLY, DOES_NOT_HOLD, NOT_MEASURED)
+        if (count := sum(one == kind for one in holds))
+    ]
+    line = (
+        f"{VERDICT_LINE} **{answer}**: of the paper's {len(findings)} finding{'s' if len(findings) > 1 else ''} "
+        f"checked below, {', '.join(counts)}."
+    )
     if scale == "smoke":
         line += " (Smoke scale: these numbers test code paths; they are not findings.)"
     elif answer != "Yes" and budget:
@@ -146,11 +172,22 @@ def verdict_markdown(findings: Sequence[Finding], holds: list[str], scale: str, 
     return line
 
 
-def summary_markdown(artifact: Artifact, planned: Sequence[PlannedRun], run_rows: pd.DataFrame, cells: list[str],
-                     findings: Sequence[Finding], holds: list[str], scale: str, budget: str | None) -> str:
+def summary_markdown(
+    artifact: Artifact,
+    planned: Sequence[PlannedRun],
+    run_rows: pd.DataFrame,
+    cells: list[str],
+    findings: Sequence[Finding],
+    holds: list[str],
+    scale: str,
+    budget: str | None,
+) -> str:
     lines = ["**What the paper found.**" + ("" if findings else " The artifact quotes no finding of the paper.")]
     for finding in findings:
         lines += [f"> {finding.quote} ({finding.source})", ""]
-    lines += [f"**What we measured.** {measured_markdown(artifact, planned, run_rows, cells)}.", "",
-              verdict_markdown(findings, holds, scale, budget)]
+    lines += [
+        f"**What we measured.** {measured_markdown(artifact, planned, run_rows, cells)}.",
+        "",
+        verdict_markdown(findings, holds, scale, budget),
+    ]
     return "\n".join(lines)

@@ -36,11 +36,16 @@ def paper_columns_problems(layout, numbers: PaperNumbers) -> list[str]:
     if not columns:
         return []
     if numbers.table not in available_paper_tables():
-        return [f"report.paper_columns={columns!r} needs paper.numbers.table, the paper's table they are columns of "
-                f"(got {numbers.table!r}; valid choices: {available_paper_tables()})"]
+        return [
+            f"report.paper_columns={columns!r} needs paper.numbers.table, the paper's table they are columns of "
+            f"(got {numbers.table!r}; valid choices: {available_paper_tables()})"
+        ]
     valid = number_columns(numbers.table)
-    return [f"report.paper_columns: {column!r} is not a column of the paper's table {numbers.table}; valid choices: "
-            f"{valid}" for column in columns if column not in valid]
+    return [
+        f"report.paper_columns: {column!r} is not a column of the paper's table {numbers.table}; valid choices: {valid}"
+        for column in columns
+        if column not in valid
+    ]
 
 
 def with_paper_columns(table: pd.DataFrame, layout, numbers: PaperNumbers, cells: list[str]) -> pd.DataFrame:
@@ -50,8 +55,9 @@ def with_paper_columns(table: pd.DataFrame, layout, numbers: PaperNumbers, cells
     paired = {}
     for column, metric in columns.items():
         paired[OURS.format(column)] = table[metric]
-        paired[PAPER.format(column)] = cell_numbers(table, dataclasses.replace(numbers, column=column, values=[]),
-                                                    cells)
+        paired[PAPER.format(column)] = cell_numbers(
+            table, dataclasses.replace(numbers, column=column, values=[]), cells
+        )
     return pd.concat([table.drop(columns=list(dict.fromkeys(columns.values()))), pd.DataFrame(paired)], axis=1)
 
 

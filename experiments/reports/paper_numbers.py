@@ -57,26 +57,32 @@ class PaperNumbers:
         """One message per bad key or value, naming the valid choices."""
         problems = []
         if (self.table is None) != (self.column is None):
-            problems.append(f"paper.numbers needs both table and column, got table={self.table!r} "
-                            f"column={self.column!r}")
+            problems.append(
+                f"paper.numbers needs both table and column, got table={self.table!r} column={self.column!r}"
+            )
         elif self.table is not None:
             if self.table not in available_paper_tables():
-                problems.append(f"paper.numbers.table={self.table!r} is not valid; valid choices: "
-                                f"{available_paper_tables()}")
+                problems.append(
+                    f"paper.numbers.table={self.table!r} is not valid; valid choices: {available_paper_tables()}"
+                )
             else:
                 columns = list(paper_table(self.table).columns)
-                if isinstance(self.column, dict) and (len(self.column) != 1 or not all(
-                        isinstance(by_value, dict) for by_value in self.column.values())):
-                    problems.append(f"paper.numbers.column={self.column!r} must be a column name or map one cell key "
-                                    "to value -> column name")
+                if isinstance(self.column, dict) and (
+                    len(self.column) != 1 or not all(isinstance(by_value, dict) for by_value in self.column.values())
+                ):
+                    problems.append(
+                        f"paper.numbers.column={self.column!r} must be a column name or map one cell key "
+                        "to value -> column name"
+                    )
                     named = []
                 else:
                     named = [*self.columns().values(), *([self.ranking] if self.ranking else [])]
                 for column in named:
                     if column not in columns:
-                        problems.append(f"paper.numbers.column={column!r} is not a column of {self.table}; valid "
-                                        f"choices: {columns}")
-                for key in (self.column if isinstance(self.column, dict) else {}):
+                        problems.append(
+                            f"paper.numbers.column={column!r} is not a column of {self.table}; valid choices: {columns}"
+                        )
+                for key in self.column if isinstance(self.column, dict) else {}:
                     if key not in cells:
                         problems.append(f"paper.numbers.column key {key!r} must be one of the report's cells {cells}")
                 if not set(columns) & set(cells):
@@ -86,10 +92,16 @@ class PaperNumbers:
                 problems.append(f"paper.numbers.where key {key!r} must be one of the report's cells {cells}")
         for index, item in enumerate(self.rows):
             unknown = sorted(set(item.get("cell") or {}) - set(cells)) if isinstance(item.get("cell"), dict) else []
-            if not isinstance(item.get("cell"), dict) or not item["cell"] or unknown or not isinstance(item.get("row"),
-                                                                                                      dict):
-                problems.append(f"paper.numbers.rows[{index}]={item!r} needs cell (keys of {cells}) and row (table "
-                                "column -> printed value)")
+            if (
+                not isinstance(item.get("cell"), dict)
+                or not item["cell"]
+                or unknown
+                or not isinstance(item.get("row"), dict)
+            ):
+                problems.append(
+                    f"paper.numbers.rows[{index}]={item!r} needs cell (keys of {cells}) and row (table "
+                    "column -> printed value)"
+                )
             elif self.table in available_paper_tables():
                 try:
                     printed_row(self.table, item["row"])
@@ -98,8 +110,9 @@ class PaperNumbers:
         for index, item in enumerate(self.values):
             unknown = sorted(set(item.get("cell") or {}) - set(cells))
             if not isinstance(item.get("cell"), dict) or unknown or "value" not in item or "source" not in item:
-                problems.append(f"paper.numbers.values[{index}]={item!r} needs cell (keys of {cells}), value and "
-                                "source")
+                problems.append(
+                    f"paper.numbers.values[{index}]={item!r} needs cell (keys of {cells}), value and source"
+                )
         return problems
 
 
@@ -108,9 +121,15 @@ def paper_numbers_of(paper: dict) -> PaperNumbers:
     unknown = sorted(set(numbers) - set(NUMBERS_KEYS))
     if unknown:
         raise ValueError(f"paper.numbers keys {unknown} are not valid; valid choices: {list(NUMBERS_KEYS)}")
-    return PaperNumbers(table=numbers.get("table"), column=numbers.get("column"), where=dict(numbers.get("where") or {}),
-                        values=list(numbers.get("values") or []), printed_as=dict(numbers.get("printed_as") or {}),
-                        ranking=numbers.get("ranking"), rows=list(numbers.get("rows") or []))
+    return PaperNumbers(
+        table=numbers.get("table"),
+        column=numbers.get("column"),
+        where=dict(numbers.get("where") or {}),
+        values=list(numbers.get("values") or []),
+        printed_as=dict(numbers.get("printed_as") or {}),
+        ranking=numbers.get("ranking"),
+        rows=list(numbers.get("rows") or []),
+    )
 
 
 def printed_row(table: str, row: dict) -> pd.Series:

@@ -95,17 +95,31 @@ def variant_table() -> pd.DataFrame:
             continue
         runs = artifact.runs("paper")
         for item, row in printed:
-            run = next(run for run in runs if run.cell.get("model") == row["model"]
-                       and all(run.cell.get(key) == value for key, value in item["cell"].items()))
+            run = next(
+                run
+                for run in runs
+                if run.cell.get("model") == row["model"]
+                and all(run.cell.get(key) == value for key, value in item["cell"].items())
+            )
             model = run.config.model
             with torch.device("meta"):
-                built = build_language_model_from(model.name, run.config.task.vocab_size,
-                                                  bool(model.get("tie_embeddings", False)),
-                                                  embedding_dim=model.embedding_dim, num_blocks=model.num_blocks,
-                                                  **backbone_options(model))
+                built = build_language_model_from(
+                    model.name,
+                    run.config.task.vocab_size,
+                    bool(model.get("tie_embeddings", False)),
+                    embedding_dim=model.embedding_dim,
+                    num_blocks=model.num_blocks,
+                    **backbone_options(model),
+                )
             label = ", ".join(str(value) for value in item["row"].values())
-            rows.append({"model": f"{row['model']} ({name}: {label})", "size": row["size"],
-                         "ours_m": round(count_parameters(built) / 1e6, 2), "paper_m": row["params_m"]})
+            rows.append(
+                {
+                    "model": f"{row['model']} ({name}: {label})",
+                    "size": row["size"],
+                    "ours_m": round(count_parameters(built) / 1e6, 2),
+                    "paper_m": row["params_m"],
+                }
+            )
     table = pd.DataFrame(rows, columns=["model", "size", "ours_m", "paper_m"])
     table["delta_pct"] = ((table["ours_m"] - table["paper_m"]) / table["paper_m"] * 100).round(3)
     return table
@@ -116,13 +130,34 @@ def peak_lr_table(parameters: pd.DataFrame) -> pd.DataFrame:
     preset's dims and count (``parameters``: parameter_table()) and the paper's peak learning rates (15B, 300B)."""
     paper = paper_table("spaj_peaklr")
     sizes = language_model_sizes()
-    ours = pd.DataFrame([{"model": row.model, "size": row.size,
-                          "ours_embedding_dim": sizes[row.model][row.size]["embedding_dim"],
-                          "ours_num_blocks": sizes[row.model][row.size]["num_blocks"]} for row in paper.itertuples()])
+    ours = pd.DataFrame(
+        [
+            {
+                "model": row.model,
+                "size": row.size,
+                "ours_embedding_dim": sizes[row.model][row.size]["embedding_dim"],
+                "ours_num_blocks": sizes[row.model][row.size]["num_blocks"],
+            }
+            for row in paper.itertuples()
+        ]
+    )
     table = paper.merge(ours, on=["model", "size"]).merge(parameters[["model", "size", "ours_m"]], on=["model", "size"])
     table["delta_pct"] = ((table["ours_m"] - table["params_m"]) / table["params_m"] * 100).round(3)
-    return table[["model", "size", "embedding_dim", "ours_embedding_dim", "num_blocks", "ours_num_blocks",
-                  "params_m", "ours_m", "delta_pct", "peak_lr_15b", "peak_lr_300b"]]
+    return table[
+        [
+            "model",
+            "size",
+            "embedding_dim",
+            "ours_embedding_dim",
+            "num_blocks",
+            "ours_num_blocks",
+            "params_m",
+            "ours_m",
+            "delta_pct",
+            "peak_lr_15b",
+            "peak_lr_300b",
+        ]
+    ]
 
 
 def print_table(table: pd.DataFrame, console: Console, title: str) -> None:
@@ -135,24 +170,37 @@ def print_table(table: pd.DataFrame, console: Console, title: str) -> None:
 
 
 def markdown(table: pd.DataFrame) -> str:
-    lines = ["# Parameter counts", "", "Ours (built on the meta device) beside the paper's, in millions; GPT-2 "
-             "vocabulary padded to 50304, untied heads except GPT-3. The last rows are the variants of a model that "
-             "a table prints several times, each named by the artifact and the printed row, counted from the model "
-             "its paper-scale run trains.", "", table.to_markdown(index=False), "",
-             "## Open points and exceptions", ""]
+    lines = [
+        "# Parameter counts",
+        "",
+        "Ours (built on the meta device) beside the paper's, in millions; GPT-2 "
+        "vocabulary padded to 50304, untied heads except GPT-3. The last rows are the variants of a model that "
+        "a table prints several times, each named by the artifact and the printed row, counted from the model "
+        "its paper-scale run trains.",
+        "",
+        table.to_markdown(index=False),
+        "",
+        "## Open points and exceptions",
+        "",
+    ]
     lines += [f"- **{name} {size}**: {note}" for (name, size), note in OPEN_QUESTIONS.items()]
     return "\n".join(lines) + "\n"
 
 
 def peak_lr_markdown(table: pd.DataFrame) -> str:
-    lines = ["# Table spaj_peaklr: sizes, parameter counts and peak learning rates", "",
-             "The paper's dims, counts (M) and peak learning rates (15B- and 300B-token runs) beside our presets' "
-             "(built on the meta device; GPT-2 vocabulary padded to 50304). The paper's \"xLSTM\" rows are "
-             "xLSTM[1:0]. Where a dim differs, see the open points of params.md.", "",
-             "The scaling runs carry these rates, each size as its preset (`model.size`): "
-             "configs/paper/temp_sclaw15B.yaml (column peak_lr_15b; xLSTM[7:1] takes the xLSTM rows' rates) and "
-             "configs/paper/temp_sclaw300B.yaml (peak_lr_300b); tests/test_scaling_configs.py checks every pair.", "",
-             table.astype(object).where(table.notna(), None).to_markdown(index=False, floatfmt="g", missingval="")]
+    lines = [
+        "# Table spaj_peaklr: sizes, parameter counts and peak learning rates",
+        "",
+        "The paper's dims, counts (M) and peak learning rates (15B- and 300B-token runs) beside our presets' "
+        '(built on the meta device; GPT-2 vocabulary padded to 50304). The paper\'s "xLSTM" rows are '
+        "xLSTM[1:0]. Where a dim differs, see the open points of params.md.",
+        "",
+        "The scaling runs carry these rates, each size as its preset (`model.size`): "
+        "configs/paper/temp_sclaw15B.yaml (column peak_lr_15b; xLSTM[7:1] takes the xLSTM rows' rates) and "
+        "configs/paper/temp_sclaw300B.yaml (peak_lr_300b); tests/test_scaling_configs.py checks every pair.",
+        "",
+        table.astype(object).where(table.notna(), None).to_markdown(index=False, floatfmt="g", missingval=""),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -164,8 +212,12 @@ def main() -> int:
         console.print(f"[bold]{name} {size}[/bold]: {note}")
     peak_lr = peak_lr_table(table)
     print_table(peak_lr, console, "Table spaj_peaklr: the paper's sizes and peak learning rates beside our presets")
-    for name, text in (("params.csv", table.to_csv(index=False)), ("params.md", markdown(table)),
-                       ("spaj_peaklr.csv", peak_lr.to_csv(index=False)), ("spaj_peaklr.md", peak_lr_markdown(peak_lr))):
+    for name, text in (
+        ("params.csv", table.to_csv(index=False)),
+        ("params.md", markdown(table)),
+        ("spaj_peaklr.csv", peak_lr.to_csv(index=False)),
+        ("spaj_peaklr.md", peak_lr_markdown(peak_lr)),
+    ):
         write_text_atomic(REPORTS / name, text)
         console.print(f"wrote {REPORTS / name}")
     return 0

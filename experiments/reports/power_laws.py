@@ -36,8 +36,10 @@ def fit_power_law(parameters, values) -> PowerLaw:
     distinct N, all finite and positive like the values."""
     parameters, values = np.asarray(parameters, dtype=float), np.asarray(values, dtype=float)
     if not fittable(parameters, values).all() or len(np.unique(parameters)) < 2:
-        raise ValueError(f"a power law needs two or more distinct finite positive parameter counts with finite "
-                         f"positive values; got N={parameters.tolist()}, y={values.tolist()}")
+        raise ValueError(
+            f"a power law needs two or more distinct finite positive parameter counts with finite "
+            f"positive values; got N={parameters.tolist()}, y={values.tolist()}"
+        )
     slope, intercept = np.polyfit(np.log(parameters), np.log(values), 1)
     return PowerLaw(a=float(np.exp(intercept)), b=float(slope))
 
@@ -79,8 +81,11 @@ def scaling_lines(table: pd.DataFrame, lines: str, cells: list[str]) -> list[Sca
         names = [size_name(row, size_keys) for _, row in cells_of_line.iterrows()]
         points = pd.DataFrame({"size": names, "parameters": parameters, "value": values})[usable]
         points = points.sort_values("parameters", kind="stable").reset_index(drop=True)
-        left_out = [f"{name} ({value:g}, N={count:g})" for name, value, count, kept
-                    in zip(names, values, parameters, usable) if not kept]
+        left_out = [
+            f"{name} ({value:g}, N={count:g})"
+            for name, value, count, kept in zip(names, values, parameters, usable)
+            if not kept
+        ]
         fit = fit_power_law(points["parameters"], points["value"]) if points["parameters"].nunique() >= 2 else None
         found.append(ScalingLine(line=line, points=points, left_out=left_out, fit=fit))
     return found
@@ -98,23 +103,31 @@ def formula(fit: PowerLaw) -> str:
     """``a N^b`` as matplotlib mathtext, ``a`` to three digits: ``$812\\,N^{-0.071}$``, a large or small ``a`` in powers
     of ten (``$8.6\\times10^{4}\\,N^{-0.038}$``)."""
     exponent = math.floor(math.log10(fit.a))  # a = exp(intercept) > 0
-    a = f"{fit.a:.3g}" if -2 <= exponent < 4 else rf"{fit.a / 10 ** exponent:.3g}\times10^{{{exponent}}}"
+    a = f"{fit.a:.3g}" if -2 <= exponent < 4 else rf"{fit.a / 10**exponent:.3g}\times10^{{{exponent}}}"
     return rf"${a}\,N^{{{fit.b:.3f}}}$"
 
 
 def power_laws_markdown(found: list[ScalingLine], lines: str, metric: str) -> str:
     """The fitted laws and the values behind them (``sizes``: the points of each line), one row per line."""
-    header = (f"| {lines} | sizes | parameters | {metric} | a | b | note |\n"
-              "|---|---|---|---|---|---|---|")
+    header = f"| {lines} | sizes | parameters | {metric} | a | b | note |\n|---|---|---|---|---|---|---|"
     rows = []
     for line in found:
         fit = line.fit
-        rows.append(" | ".join([
-            f"| {value_name(lines, line.line)}", str(len(line.points)),
-            ", ".join(short_count(count) for count in line.points["parameters"]),
-            ", ".join(f"{value:.3f}" for value in line.points["value"]),
-            "" if fit is None else f"{fit.a:.4g}", "" if fit is None else f"{fit.b:.4f}", f"{line.note} |"]))
-    rule = (f"Fit: {metric} = a N^b, N the model's parameter count (the count each run records; embeddings and head "
-            "included, as the paper's sizes are), by least squares in log-log space over the sizes of each line.")
+        rows.append(
+            " | ".join(
+                [
+                    f"| {value_name(lines, line.line)}",
+                    str(len(line.points)),
+                    ", ".join(short_count(count) for count in line.points["parameters"]),
+                    ", ".join(f"{value:.3f}" for value in line.points["value"]),
+                    "" if fit is None else f"{fit.a:.4g}",
+                    "" if fit is None else f"{fit.b:.4f}",
+                    f"{line.note} |",
+                ]
+            )
+        )
+    rule = (
+        f"Fit: {metric} = a N^b, N the model's parameter count (the count each run records; embeddings and head "
+        "included, as the paper's sizes are), by least squares in log-log space over the sizes of each line."
+    )
     return "\n".join([header, *rows, "", rule])
-

@@ -18,9 +18,12 @@ def cell_names(table: pd.DataFrame, cells: list[str]) -> list[str]:
     name, e.g. "xLSTM[1:0] Forget Gate"."""
     varying = [key for key in cells if table[key].nunique() > 1] or cells[:1]
     printed = table[PAPER_ROW] if PAPER_ROW in table else pd.Series("", index=table.index)
-    return [f"{value_name('model', row['model'])} {printed[index]}" if printed[index] and "model" in cells
-            else " ".join(value_name(key, row[key]) for key in varying if pd.notna(row[key]))
-            for index, row in table.iterrows()]
+    return [
+        f"{value_name('model', row['model'])} {printed[index]}"
+        if printed[index] and "model" in cells
+        else " ".join(value_name(key, row[key]) for key in varying if pd.notna(row[key]))
+        for index, row in table.iterrows()
+    ]
 
 
 def order_groups(table: pd.DataFrame, cells: list[str]) -> list[str]:
@@ -36,21 +39,31 @@ def ordering(table: pd.DataFrame, names: list[str], mode: str, groups: list[str]
     return found if found.pairs else None
 
 
-def ordering_markdown(table: pd.DataFrame, names: list[str], found: OrderAgreement, metric: str, mode: str,
-                      groups: list[str]) -> str:
+def ordering_markdown(
+    table: pd.DataFrame, names: list[str], found: OrderAgreement, metric: str, mode: str, groups: list[str]
+) -> str:
     """Per group, the paper's order and ours (best first), the agreeing pairs and the rule."""
     ascending, joiner = mode == "min", " < " if mode == "min" else " > "
-    shown = table.assign(name=names, group=[" ".join(value_name(key, row[key]) for key in groups)
-                                            for _, row in table.iterrows()]).dropna(subset=["ours", "paper"])
+    shown = table.assign(
+        name=names, group=[" ".join(value_name(key, row[key]) for key in groups) for _, row in table.iterrows()]
+    ).dropna(subset=["ours", "paper"])
     within = " and ".join(groups) if groups else "table"
-    lines = [f"Best first ({'lower' if ascending else 'higher'} {metric} is better), over the {len(shown)} cells with "
-             f"our value and the paper's; rule: {ORDER_RULE.format(within=within, across=' (cells of different ' + within + 's are on different scales)' if groups else '')}.", ""]
+    lines = [
+        f"Best first ({'lower' if ascending else 'higher'} {metric} is better), over the {len(shown)} cells with "
+        f"our value and the paper's; rule: {ORDER_RULE.format(within=within, across=' (cells of different ' + within + 's are on different scales)' if groups else '')}.",
+        "",
+    ]
     for group, cells in shown.groupby("group", sort=False):
         prefix = f"{group}: " if group else ""
-        lines += [f"- {prefix}the paper: {joiner.join(cells.sort_values('paper', ascending=ascending, kind='stable')['name'])}",
-                  f"- {prefix}ours: {joiner.join(cells.sort_values('ours', ascending=ascending, kind='stable')['name'])}"]
+        lines += [
+            f"- {prefix}the paper: {joiner.join(cells.sort_values('paper', ascending=ascending, kind='stable')['name'])}",
+            f"- {prefix}ours: {joiner.join(cells.sort_values('ours', ascending=ascending, kind='stable')['name'])}",
+        ]
     lines += ["", found.sentence()]
     if found.disagreeing:
-        lines += ["Pairs in the other order (the paper's better first): "
-                  + "; ".join(f"{better} / {worse}" for better, worse in found.disagreeing) + "."]
+        lines += [
+            "Pairs in the other order (the paper's better first): "
+            + "; ".join(f"{better} / {worse}" for better, worse in found.disagreeing)
+            + "."
+        ]
     return "\n".join(lines)

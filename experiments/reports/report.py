@@ -86,30 +86,52 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
     done = runs[runs["status"] == "done"]
     unrecorded = unrecorded_metrics(layout, done)
     if len(done) and unrecorded:
-        raise ValueError(f"report.paper_columns: no finished run of {artifact.name} records {unrecorded}; they "
-                         f"record {metric_columns(done, cells)}")
-    selected = select_cells(
-        done, cells=cells, choose=[*selection.get("choose", []), *choose_merged],
-        average=list(selection.get("average", [])),
-        select_metric=selection["metric"], mode=selection["mode"], report_metric=metric,
-        solved_at=report.get("solved_at"), cell_metrics=cell_metrics,
-    ) if len(done) else pd.DataFrame(columns=[*cells, "ours", "std", "min", "max", "runs", "solved", "values",
-                                              *cell_metrics])
+        raise ValueError(
+            f"report.paper_columns: no finished run of {artifact.name} records {unrecorded}; they "
+            f"record {metric_columns(done, cells)}"
+        )
+    selected = (
+        select_cells(
+            done,
+            cells=cells,
+            choose=[*selection.get("choose", []), *choose_merged],
+            average=list(selection.get("average", [])),
+            select_metric=selection["metric"],
+            mode=selection["mode"],
+            report_metric=metric,
+            solved_at=report.get("solved_at"),
+            cell_metrics=cell_metrics,
+        )
+        if len(done)
+        else pd.DataFrame(columns=[*cells, "ours", "std", "min", "max", "runs", "solved", "values", *cell_metrics])
+    )
     runs = runs.assign(diverged=(runs["status"] == "done") & (runs.get(DIVERGED_METRIC, 0.0) == 1.0))
-    every_cell = runs.groupby(cells, sort=False, dropna=False).agg(
-        unavailable=("unavailable", "first"), planned=("status", "size"),
-        finished=("status", lambda status: int((status == "done").sum())), diverged=("diverged", "sum"),
-    ).reset_index()
+    every_cell = (
+        runs.groupby(cells, sort=False, dropna=False)
+        .agg(
+            unavailable=("unavailable", "first"),
+            planned=("status", "size"),
+            finished=("status", lambda status: int((status == "done").sum())),
+            diverged=("diverged", "sum"),
+        )
+        .reset_index()
+    )
     table = every_cell.merge(selected, on=cells, how="left")
     table["runs"] = table["runs"].fillna(0).astype(int)
     table["solved"] = table["solved"].astype("Int64")
     table["values"] = [values if isinstance(values, tuple) else () for values in table["values"]]
     table["note"] = [
-        f"not available: {unavailable}" if isinstance(unavailable, str)
-        else "; ".join([*([f"{planned - finished} of {planned} runs missing"] if finished < planned else []),
-                        *([f"{diverged} of {finished} runs diverged (non-finite training loss)"] if diverged else [])])
-        for unavailable, finished, planned, diverged in zip(table["unavailable"], table["finished"], table["planned"],
-                                                            table["diverged"])
+        f"not available: {unavailable}"
+        if isinstance(unavailable, str)
+        else "; ".join(
+            [
+                *([f"{planned - finished} of {planned} runs missing"] if finished < planned else []),
+                *([f"{diverged} of {finished} runs diverged (non-finite training loss)"] if diverged else []),
+            ]
+        )
+        for unavailable, finished, planned, diverged in zip(
+            table["unavailable"], table["finished"], table["planned"], table["diverged"]
+        )
     ]
     table["metric"] = metric
     table["paper"] = with_paper_numbers(table, artifact.paper, cells)
@@ -118,17 +140,35 @@ def cell_table(artifact: Artifact, runs: pd.DataFrame) -> pd.DataFrame:
         table[PAPER_ROW] = row_names
     table = with_paper_columns(table, layout, paper_numbers_of(artifact.paper), cells)
     merged_choices = [f"chosen {column}" for column in choose_merged if f"chosen {column}" in table]
-    return table[[*cells, *([PAPER_ROW] if row_names is not None else []), "metric", "ours", "std", "min", "max",
-                  "paper", "runs", "solved", "note", *merged_choices,
-                  *(cell_metric for cell_metric in cell_metrics if cell_metric in table), *paired_names(layout),
-                  "values"]]
+    return table[
+        [
+            *cells,
+            *([PAPER_ROW] if row_names is not None else []),
+            "metric",
+            "ours",
+            "std",
+            "min",
+            "max",
+            "paper",
+            "runs",
+            "solved",
+            "note",
+            *merged_choices,
+            *(cell_metric for cell_metric in cell_metrics if cell_metric in table),
+            *paired_names(layout),
+            "values",
+        ]
+    ]
 
 
 def row_keys(artifact: Artifact, planned: Sequence[PlannedRun], scale: str) -> list[str]:
     """The keys of a per-run row: the report's cells, then every key of the runs' cells (an evaluation's include
     those of the training run it evaluates: its model, seed and size) and of the scale's grid."""
-    return list(dict.fromkeys([*artifact.report["cells"], *(key for run in planned for key in run.cell),
-                               *artifact.cell_keys(scale)]))
+    return list(
+        dict.fromkeys(
+            [*artifact.report["cells"], *(key for run in planned for key in run.cell), *artifact.cell_keys(scale)]
+        )
+    )
 
 
 def report_stem(name: str, extra_overrides: Sequence[str]) -> str:
@@ -145,8 +185,15 @@ def finished_cells(csv_path: Path) -> int | None:
     return int((pd.read_csv(csv_path)["runs"] > 0).sum())
 
 
-def write_report(name: str, scale: str, root: Path, destination: Path, extra_overrides: Sequence[str] = (),
-                 force: bool = False, planned: Sequence[PlannedRun] | None = None) -> ReportOutcome:
+def write_report(
+    name: str,
+    scale: str,
+    root: Path,
+    destination: Path,
+    extra_overrides: Sequence[str] = (),
+    force: bool = False,
+    planned: Sequence[PlannedRun] | None = None,
+) -> ReportOutcome:
     """``planned``: the artifact's runs at the scale with ``extra_overrides``, where the caller has planned them."""
     artifact = load_artifact(name).at_scale(scale)
     planned = artifact.runs(scale, extra_overrides) if planned is None else planned
@@ -157,8 +204,12 @@ def write_report(name: str, scale: str, root: Path, destination: Path, extra_ove
     table = cell_table(artifact, runs)
     finished = int((table["runs"] > 0).sum())  # a cell of diverged runs is finished, its value NaN
     if finished == 0:
-        return ReportOutcome("empty", f"{name} ({scale}): no finished runs of its {len(planned)} planned runs; "
-                                      f"nothing written (run `xlstm-suite sweep {name} --scale {scale}` first)")
+        return ReportOutcome(
+            "empty",
+            f"{name} ({scale}): no finished runs of its {len(planned)} planned runs; "
+            f"nothing written (run `xlstm-suite sweep {name} --scale {scale}` first)",
+        )
+
     def refusal() -> str | None:
         return replacement_refusal(stem, finished, len(table), force)
 
@@ -177,17 +228,26 @@ def replacement_refusal(stem: Path, finished: int, cells: int, force: bool) -> s
     existing = finished_cells(stem.with_suffix(".csv"))
     if existing is None or finished >= existing or force:
         return None
-    return (f"kept {stem.with_suffix('.md')}: it has {existing} finished cells, this report would have {finished} of "
-            f"{cells}; finish the missing runs, or pass --force to replace it")
+    return (
+        f"kept {stem.with_suffix('.md')}: it has {existing} finished cells, this report would have {finished} of "
+        f"{cells}; finish the missing runs, or pass --force to replace it"
+    )
 
 
 class ReplacedMeanwhile(Exception):
     """A report written while this one was drawn has more finished cells; the message says which."""
 
 
-def write_files(artifact: Artifact, planned: Sequence[PlannedRun], runs: pd.DataFrame, table: pd.DataFrame,
-                scale: str, stem: Path, extra_overrides: Sequence[str],
-                refusal: Callable[[], str | None]) -> list[Path]:
+def write_files(
+    artifact: Artifact,
+    planned: Sequence[PlannedRun],
+    runs: pd.DataFrame,
+    table: pd.DataFrame,
+    scale: str,
+    stem: Path,
+    extra_overrides: Sequence[str],
+    refusal: Callable[[], str | None],
+) -> list[Path]:
     """The per-run results, the cell table, the figure and the page, written into a staging folder and then moved
     into place together (a report killed midway leaves the previous one whole). They replace the existing report
     only if ``refusal()``, asked under a lock on the folder at the moment of replacement, has no objection (a report
@@ -202,9 +262,11 @@ def write_files(artifact: Artifact, planned: Sequence[PlannedRun], runs: pd.Data
             save(figure, staged)
             figure_name = stem.with_suffix(".png").name
         staged.with_suffix(".csv").write_text(  # runs.csv has the values
-            table.drop(columns="values").rename(columns={"std": SAMPLE_STD}).to_csv(index=False))
-        page = markdown(artifact, planned, table, scale, figure_name, extra_overrides, findings_of(artifact.paper),
-                        run_rows=runs)
+            table.drop(columns="values").rename(columns={"std": SAMPLE_STD}).to_csv(index=False)
+        )
+        page = markdown(
+            artifact, planned, table, scale, figure_name, extra_overrides, findings_of(artifact.paper), run_rows=runs
+        )
         detail = detail_frame(artifact.layout, runs)
         if detail is not None:
             detail_csv = staged.with_name(staged.name + DETAIL_SUFFIX)
@@ -230,8 +292,10 @@ def report_command(arguments, planned: dict[str, list[PlannedRun]] | None = None
     for name in names:  # unknown names, bad paper numbers and paper columns fail before anything is written
         artifact = load_artifact(name)
         numbers = paper_numbers_of(artifact.paper)
-        problems = [*numbers.problems(list(artifact.report["cells"])),
-                    *paper_columns_problems(artifact.at_scale(arguments.scale).layout, numbers)]
+        problems = [
+            *numbers.problems(list(artifact.report["cells"])),
+            *paper_columns_problems(artifact.at_scale(arguments.scale).layout, numbers),
+        ]
         if problems:
             raise ValueError(f"configs/paper/{name}.yaml: " + "; ".join(problems))
     root = Path(arguments.root) if arguments.root else repository_root() / "results" / "runs"
@@ -239,8 +303,15 @@ def report_command(arguments, planned: dict[str, list[PlannedRun]] | None = None
     outcomes = []
     for name in names:
         with stop_signals_raise():  # a stop while it writes removes its staging folder (cli names the signal)
-            outcome = write_report(name, arguments.scale, root, destination, arguments.overrides, arguments.force,
-                                   (planned or {}).get(name))
+            outcome = write_report(
+                name,
+                arguments.scale,
+                root,
+                destination,
+                arguments.overrides,
+                arguments.force,
+                (planned or {}).get(name),
+            )
         outcomes.append(outcome)
         if outcome.status == "written":
             console.print(outcome.message, highlight=False)

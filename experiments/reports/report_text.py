@@ -38,8 +38,11 @@ PER_MODEL_SETTINGS = ("seed",)  # said per model by the page's "What we measured
 def settings_line(artifact: Artifact, runs: Sequence[PlannedRun]) -> str:
     """``report.settings`` (config keys) with their values at this scale: "num_blocks 2, embedding_dim 64, ..."; the
     seeds are not among them (models may run different seeds: the page says which)."""
-    return ", ".join(f"{key.rsplit('.', 1)[-1]} {summary(config_values(runs, key))}"
-                     for key in artifact.report.get("settings", []) if key not in PER_MODEL_SETTINGS)
+    return ", ".join(
+        f"{key.rsplit('.', 1)[-1]} {summary(config_values(runs, key))}"
+        for key in artifact.report.get("settings", [])
+        if key not in PER_MODEL_SETTINGS
+    )
 
 
 def figure_title(artifact: Artifact, runs: Sequence[PlannedRun], scale: str) -> str:
@@ -51,9 +54,15 @@ def figure_title(artifact: Artifact, runs: Sequence[PlannedRun], scale: str) -> 
 
 def cell_keys_shown(artifact: Artifact, table: pd.DataFrame) -> pd.DataFrame:
     """The cell keys of the cell table as a page shows them: models and tasks by the paper's names."""
-    shown = pd.DataFrame({key: table[key] if table[key].notna().all() else  # a key some cells lack: blank there
-                          table[key].map(lambda value: "" if pd.isna(value) else str(value))
-                          for key in artifact.report["cells"]})
+    shown = pd.DataFrame(
+        {
+            key: table[key]
+            if table[key].notna().all()
+            # a key some cells lack: blank there
+            else table[key].map(lambda value: "" if pd.isna(value) else str(value))
+            for key in artifact.report["cells"]
+        }
+    )
     if "model" in shown:
         shown["model"] = shown["model"].map(model_name)
     if "task" in shown:
@@ -83,18 +92,24 @@ def cells_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
     for metric in artifact.layout.page_metrics():
         shown[metric] = ["" if pd.isna(value) else f"{value:.4g}" for value in table[metric]]
     unprinted = artifact.paper.get("unprinted")
-    shown["paper"] = [UNPRINTED_MARK if unprinted else ("" if pd.isna(value) else f"{value:.3f}")
-                      for value in table["paper"]]
+    shown["paper"] = [
+        UNPRINTED_MARK if unprinted else ("" if pd.isna(value) else f"{value:.3f}") for value in table["paper"]
+    ]
     if table["paper"].notna().any():
-        shown["ours - paper"] = ["" if pd.isna(ours) or pd.isna(paper) else f"{ours - paper:+.3f}"
-                                 for ours, paper in zip(table["ours"], table["paper"])]
+        shown["ours - paper"] = [
+            "" if pd.isna(ours) or pd.isna(paper) else f"{ours - paper:+.3f}"
+            for ours, paper in zip(table["ours"], table["paper"])
+        ]
     shown["runs"] = table["runs"]
     if (table["runs"] > 1).any():
-        shown["range"] = [f"{low:.{digits}f} to {high:.{digits}f}" if runs > 1 else ""
-                          for low, high, runs in zip(table["min"], table["max"], table["runs"])]
+        shown["range"] = [
+            f"{low:.{digits}f} to {high:.{digits}f}" if runs > 1 else ""
+            for low, high, runs in zip(table["min"], table["max"], table["runs"])
+        ]
     if (solved_at := artifact.report.get("solved_at")) is not None:
-        shown[f"solved (>= {solved_at:g})"] = [f"{solved} of {runs}" if runs else ""
-                                               for solved, runs in zip(table["solved"], table["runs"])]
+        shown[f"solved (>= {solved_at:g})"] = [
+            f"{solved} of {runs}" if runs else "" for solved, runs in zip(table["solved"], table["runs"])
+        ]
     shown["note"] = table["note"]
     lines = [shown.to_markdown(index=False)]
     if unprinted:
@@ -109,8 +124,14 @@ def paper_columns_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
     for name in paired_names(artifact.layout):
         shown[name] = ["" if pd.isna(value) else f"{value:.3f}" for value in table[name]]
     said = ", ".join(f"{column} is {metric}" for column, metric in columns.items())
-    return "\n".join([f"Per cell, ours is the mean over the chosen runs (those of `ours` below) of the metric each of "
-                      f"the paper's columns is compared with: {said}.", "", shown.to_markdown(index=False)])
+    return "\n".join(
+        [
+            f"Per cell, ours is the mean over the chosen runs (those of `ours` below) of the metric each of "
+            f"the paper's columns is compared with: {said}.",
+            "",
+            shown.to_markdown(index=False),
+        ]
+    )
 
 
 def reading_of(artifact: Artifact, scale: str) -> tuple[str | None, str | None]:
@@ -121,19 +142,25 @@ def reading_of(artifact: Artifact, scale: str) -> tuple[str | None, str | None]:
     if isinstance(reading, dict):
         unknown = sorted(set(reading) - {"note", "budget"})
         if unknown:
-            raise ValueError(f"{artifact.name}: scales.{scale}.reading keys {unknown} are not valid; valid choices: "
-                             "['budget', 'note']")
+            raise ValueError(
+                f"{artifact.name}: scales.{scale}.reading keys {unknown} are not valid; valid choices: "
+                "['budget', 'note']"
+            )
         return reading.get("note"), reading.get("budget")
     return reading, None
 
 
 def check_context(artifact: Artifact, table: pd.DataFrame) -> CheckContext:
     layout = artifact.layout
-    return CheckContext(cells=list(artifact.report["cells"]), metric=artifact.report["metric"],
-                        mode=artifact.selection["mode"], x=getattr(layout, "x", None),
-                        out_of_memory=getattr(layout, "out_of_memory", None),
-                        names=pd.Series(cell_names(table, artifact.report["cells"]), index=table.index),
-                        confidence=getattr(layout, "confidence", None))
+    return CheckContext(
+        cells=list(artifact.report["cells"]),
+        metric=artifact.report["metric"],
+        mode=artifact.selection["mode"],
+        x=getattr(layout, "x", None),
+        out_of_memory=getattr(layout, "out_of_memory", None),
+        names=pd.Series(cell_names(table, artifact.report["cells"]), index=table.index),
+        confidence=getattr(layout, "confidence", None),
+    )
 
 
 def selection_line(artifact: Artifact, table: pd.DataFrame) -> str:
@@ -141,18 +168,34 @@ def selection_line(artifact: Artifact, table: pd.DataFrame) -> str:
     return (
         f"Selection: per cell, the {', '.join(selection.get('choose', [])) or 'run'} with the best "
         f"{selection['metric']} ({selection['mode']}) averaged over {', '.join(selection.get('average', [])) or 'nothing'}"
-        + "".join(f"; the row {value_name(key, row)} is the best of {', '.join(value_name(key, m) for m in members)}"
-                  for key, rows in (selection.get("merge") or {}).items() for row, members in rows.items()) + "; "
+        + "".join(
+            f"; the row {value_name(key, row)} is the best of {', '.join(value_name(key, m) for m in members)}"
+            for key, rows in (selection.get("merge") or {}).items()
+            for row, members in rows.items()
+        )
+        + "; "
         f"`ours` is the mean of {report['metric']} over the chosen runs (`runs` of them), ± their sample standard "
         "deviation (ddof 1)"
         + ("; `range` is their lowest to highest value" if (table["runs"] > 1).any() else "")
-        + (f"; `solved` counts those with {report['metric']} >= {report['solved_at']:g} (our threshold)"
-           if report.get("solved_at") is not None else "") + ".")
+        + (
+            f"; `solved` counts those with {report['metric']} >= {report['solved_at']:g} (our threshold)"
+            if report.get("solved_at") is not None
+            else ""
+        )
+        + "."
+    )
 
 
-def markdown(artifact: Artifact, runs: Sequence[PlannedRun], table: pd.DataFrame, scale: str,
-             figure_name: str | None, extra_overrides: Sequence[str], findings: Sequence[Finding],
-             run_rows: pd.DataFrame | None = None) -> str:
+def markdown(
+    artifact: Artifact,
+    runs: Sequence[PlannedRun],
+    table: pd.DataFrame,
+    scale: str,
+    figure_name: str | None,
+    extra_overrides: Sequence[str],
+    findings: Sequence[Finding],
+    run_rows: pd.DataFrame | None = None,
+) -> str:
     """The page: the three questions (what the paper found, what we measured, whether it shows), the settings and
     selection, the figure, each finding's check, what this scale shows (computed), the paper's order, the tables.
     ``run_rows``: one row per planned run (status, cell keys, metrics); without it, the cells' runs stand in."""
@@ -161,11 +204,25 @@ def markdown(artifact: Artifact, runs: Sequence[PlannedRun], table: pd.DataFrame
     checked = [check(finding, table, context) for finding in findings]
     note, budget = reading_of(artifact, scale)
     if run_rows is None:
-        run_rows = pd.DataFrame({**{key: table[key] for key in report["cells"]},
-                                 "run_id": None, "status": ["done" if runs else "missing" for runs in table["runs"]]})
-    lines = [f"# {artifact.name} ({scale} scale)", "", title_of(artifact, runs), "", f"*{SCALE_NOTES[scale]}*", "",
-             summary_markdown(artifact, runs, run_rows, list(report["cells"]), findings,
-                              [one.holds for one in checked], scale, budget), ""]
+        run_rows = pd.DataFrame(
+            {
+                **{key: table[key] for key in report["cells"]},
+                "run_id": None,
+                "status": ["done" if runs else "missing" for runs in table["runs"]],
+            }
+        )
+    lines = [
+        f"# {artifact.name} ({scale} scale)",
+        "",
+        title_of(artifact, runs),
+        "",
+        f"*{SCALE_NOTES[scale]}*",
+        "",
+        summary_markdown(
+            artifact, runs, run_rows, list(report["cells"]), findings, [one.holds for one in checked], scale, budget
+        ),
+        "",
+    ]
     if report.get("settings"):
         lines += [f"Settings at this scale: {settings_line(artifact, runs)}.", ""]
     if extra_overrides:
@@ -184,17 +241,32 @@ def markdown(artifact: Artifact, runs: Sequence[PlannedRun], table: pd.DataFrame
     groups = order_groups(table, report["cells"])
     found = ordering(table, list(context.names), selection["mode"], groups)
     if found is not None:
-        lines += ["## The paper's order and ours", "",
-                  ordering_markdown(table, list(context.names), found, report["metric"], selection["mode"], groups), ""]
+        lines += [
+            "## The paper's order and ours",
+            "",
+            ordering_markdown(table, list(context.names), found, report["metric"], selection["mode"], groups),
+            "",
+        ]
     if isinstance(layout, TableReport) and layout.columns:
-        lines += ["## Table", "", wide_markdown(layout, table, selection["mode"],
-                                                printed_ranking(artifact.paper, table, layout)), ""]
-        notes = " ".join(note for note in (rules_markdown(layout, selection["mode"]),
-                                           merged_choices_markdown(table, layout.columns)) if note)
+        lines += [
+            "## Table",
+            "",
+            wide_markdown(layout, table, selection["mode"], printed_ranking(artifact.paper, table, layout)),
+            "",
+        ]
+        notes = " ".join(
+            note
+            for note in (rules_markdown(layout, selection["mode"]), merged_choices_markdown(table, layout.columns))
+            if note
+        )
         lines += [notes, ""] if notes else []
     if isinstance(layout, ScalingReport):
-        lines += ["## Power laws", "", power_laws_markdown(scaling_lines(table, layout.lines, layout.cells),
-                                                          layout.lines, report["metric"]), ""]
+        lines += [
+            "## Power laws",
+            "",
+            power_laws_markdown(scaling_lines(table, layout.lines, layout.cells), layout.lines, report["metric"]),
+            "",
+        ]
     if paper_columns_of(layout):
         lines += ["## The paper's columns and ours", "", paper_columns_markdown(artifact, table), ""]
     lines += ["## Cells", "", cells_markdown(artifact, table)]

@@ -38,7 +38,11 @@ def which_repository(start: Path | None = None) -> str | None:
     if checkout == REPOSITORY_ROOT:
         return None
     if checkout is None:
-        return (f"results of {REPOSITORY_ROOT} (the installed suite's checkout: the working directory is in no "
-                "checkout of xlstm-suite)")
-    return (f"results of {checkout} (the working directory's checkout); code and configs of the installed suite, "
-            f"{REPOSITORY_ROOT}")
+        return (
+            f"results of {REPOSITORY_ROOT} (the installed suite's checkout: the working directory is in no "
+            "checkout of xlstm-suite)"
+        )
+    return (
+        f"results of {checkout} (the working directory's checkout); code and configs of the installed suite, "
+        f"{REPOSITORY_ROOT}"
+    )

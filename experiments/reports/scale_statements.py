@@ -48,8 +48,11 @@ def grid_cells(artifact: Artifact, scale: str) -> list[dict]:
         return cells
     source = load_artifact(evaluates["artifact"])
     where = evaluates.get("where") or {}
-    trained = [cell for cell in source.cells(scale) if all(
-        cell.get(key) in (value if isinstance(value, list) else [value]) for key, value in where.items())]
+    trained = [
+        cell
+        for cell in source.cells(scale)
+        if all(cell.get(key) in (value if isinstance(value, list) else [value]) for key, value in where.items())
+    ]
     return [training | cell for training in trained for cell in cells]
 
 
@@ -66,8 +69,9 @@ def coverage_markdown(artifact: Artifact, scale: str) -> str | None:
         ours = [value for value in dict.fromkeys(cell[key] for cell in here if key in cell) if value in theirs]
         if len(theirs) < 2 or len(ours) == len(theirs) or not ours:  # none of the paper's: stand-ins (settings)
             continue
-        missing = [value_name(key, value) if key in ("model", "task") else f"{value}" for value in theirs
-                   if value not in ours]
+        missing = [
+            value_name(key, value) if key in ("model", "task") else f"{value}" for value in theirs if value not in ours
+        ]
         name = {"model": "models", "seed": "seeds"}.get(key, f"values of {key}")
         parts.append(f"{len(ours)} of the paper's {len(theirs)} {name} (not run here: {', '.join(missing)})")
     if not parts:
@@ -84,7 +88,7 @@ def best_markdown(table: pd.DataFrame, names: pd.Series, context: CheckContext, 
         return None
     digits = digits_for(shown["ours"])
     parts = []
-    for _group, cells in (shown.groupby(groups, sort=False) if groups else [((), shown)]):
+    for _group, cells in shown.groupby(groups, sort=False) if groups else [((), shown)]:
         best = cells.sort_values("ours", ascending=context.mode == "min", kind="stable").iloc[0]
         label = group_name(groups, best)
         ties = cells[cells["ours"] == best["ours"]]
@@ -100,24 +104,31 @@ def solved_markdown(table: pd.DataFrame, solved_at: float, metric: str, groups: 
     if shown.empty:
         return None
     lines = []
-    for _group, cells in (shown.groupby(groups, sort=False) if groups else [((), shown)]):
+    for _group, cells in shown.groupby(groups, sort=False) if groups else [((), shown)]:
         label = group_name(groups, cells.iloc[0])
         every = [model_name(row.model) for row in cells.itertuples() if row.solved == row.runs]
-        some = [f"{model_name(row.model)} ({row.solved} of {row.runs})" for row in cells.itertuples()
-                if 0 < row.solved < row.runs]
+        some = [
+            f"{model_name(row.model)} ({row.solved} of {row.runs})"
+            for row in cells.itertuples()
+            if 0 < row.solved < row.runs
+        ]
         none = [model_name(row.model) for row in cells.itertuples() if row.solved == 0]
-        lines.append(f"- {label + ': ' if label else ''}solved in every run by {', '.join(every) or 'no model'}"
-                     + (f"; in some runs by {', '.join(some)}" if some else "")
-                     + (f"; in none by {', '.join(none)}" if none else "") + ".")
+        lines.append(
+            f"- {label + ': ' if label else ''}solved in every run by {', '.join(every) or 'no model'}"
+            + (f"; in some runs by {', '.join(some)}" if some else "")
+            + (f"; in none by {', '.join(none)}" if none else "")
+            + "."
+        )
     return f"Solved ({metric} >= {solved_at:g}, our threshold), run by run:\n\n" + "\n".join(lines)
 
 
 def separation_markdown(table: pd.DataFrame, names: pd.Series, groups: list[str]) -> str | None:
     """Within each group: the closest two cells' means against the widest range of one cell's seeds."""
     lines = []
-    for _group, cells in (table.groupby(groups, sort=False) if groups else [((), table)]):
-        found = separation(list(names[cells.index]), list(cells["ours"]), list(cells["min"]), list(cells["max"]),
-                           list(cells["runs"]))
+    for _group, cells in table.groupby(groups, sort=False) if groups else [((), table)]:
+        found = separation(
+            list(names[cells.index]), list(cells["ours"]), list(cells["min"]), list(cells["max"]), list(cells["runs"])
+        )
         if found is not None:
             label = group_name(groups, cells.iloc[0])
             digits = digits_for([found.gap, found.widest])
@@ -126,16 +137,19 @@ def separation_markdown(table: pd.DataFrame, names: pd.Series, groups: list[str]
 
 
 def intervals_markdown(layout: PointsReport, table: pd.DataFrame, names: pd.Series) -> str | None:
-    intervals = {names[index]: confidence_interval(values, layout.confidence)
-                 for index, values in table["values"].items()}
+    intervals = {
+        names[index]: confidence_interval(values, layout.confidence) for index, values in table["values"].items()
+    }
     found = interval_overlaps(intervals)
     if len(found.intervals) < 2:
         return None
     digits = digits_for([bound for bounds in found.intervals.values() for bound in bounds])
     shown = "; ".join(f"{name} [{low:.{digits}f}, {high:.{digits}f}]" for name, (low, high) in found.intervals.items())
     interval = f"{layout.confidence:.0%} t-interval"
-    return (f"{found.sentence(interval, digits)} Rule: Student's t interval of the mean over a cell's runs; "
-            f"{OVERLAP_RULE}. The intervals: {shown}.")
+    return (
+        f"{found.sentence(interval, digits)} Rule: Student's t interval of the mean over a cell's runs; "
+        f"{OVERLAP_RULE}. The intervals: {shown}."
+    )
 
 
 def growth_markdown(layout: SpeedReport, table: pd.DataFrame) -> str | None:
@@ -155,9 +169,12 @@ def growth_markdown(layout: SpeedReport, table: pd.DataFrame) -> str | None:
     if not rows:
         return None
     header = [layout.lines, *(metric_label(metric) for metric in metrics)]
-    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header),
-             *("| " + " | ".join(row) + " |" for row in rows)]
-    return (f"Growth in {layout.x}, per model and metric; {GROWTH_RULE}.\n\n" + "\n".join(lines))
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + " --- |" * len(header),
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
+    return f"Growth in {layout.x}, per model and metric; {GROWTH_RULE}.\n\n" + "\n".join(lines)
 
 
 def out_of_memory_markdown(layout: SpeedReport, table: pd.DataFrame) -> str | None:
@@ -167,8 +184,10 @@ def out_of_memory_markdown(layout: SpeedReport, table: pd.DataFrame) -> str | No
     for line, cells in table.groupby(layout.lines, sort=False):
         out = cells[cells[layout.out_of_memory].fillna(0) >= OUT_OF_MEMORY_AT][layout.x]
         fits = cells[~(cells[layout.out_of_memory].fillna(0) >= OUT_OF_MEMORY_AT)].dropna(subset=["ours"])[layout.x]
-        parts.append(f"{value_name(layout.lines, line)} " + (f"first at {out.min():g}" if len(out)
-                                                              else f"never (up to {fits.max():g})"))
+        parts.append(
+            f"{value_name(layout.lines, line)} "
+            + (f"first at {out.min():g}" if len(out) else f"never (up to {fits.max():g})")
+        )
     return f"Out of memory (over the configured limit, so not run) by {layout.x}: " + "; ".join(parts) + "."
 
 
@@ -176,13 +195,19 @@ def power_law_classes_markdown(layout: ScalingReport, table: pd.DataFrame) -> st
     def trend(b: float) -> str:
         return "flat" if abs(b) < GROWTH_TOLERANCE else "falling" if b < 0 else "rising"
 
-    parts = [f"{value_name(layout.lines, line.line)} b {line.fit.b:+.3f} ({trend(line.fit.b)})"
-             for line in scaling_lines(table, layout.lines, layout.cells) if line.fit is not None]
+    parts = [
+        f"{value_name(layout.lines, line.line)} b {line.fit.b:+.3f} ({trend(line.fit.b)})"
+        for line in scaling_lines(table, layout.lines, layout.cells)
+        if line.fit is not None
+    ]
     if not parts:
         return None
-    return (f"{layout.metric} against the parameter count N, fitted as a N^b: " + "; ".join(parts)
-            + f". Rule: flat when |b| < {GROWTH_TOLERANCE:g} (the metric changes by under {GROWTH_TOLERANCE:g}% per 1% "
-              "of N), falling or rising otherwise.")
+    return (
+        f"{layout.metric} against the parameter count N, fitted as a N^b: "
+        + "; ".join(parts)
+        + f". Rule: flat when |b| < {GROWTH_TOLERANCE:g} (the metric changes by under {GROWTH_TOLERANCE:g}% per 1% "
+        "of N), falling or rising otherwise."
+    )
 
 
 def buckets_markdown(layout: BucketsReport, table: pd.DataFrame, mode: str) -> str | None:
@@ -199,19 +224,25 @@ def buckets_markdown(layout: BucketsReport, table: pd.DataFrame, mode: str) -> s
     return f"{'Lowest' if mode == 'min' else 'Highest'} {layout.metric} per bucket: " + "; ".join(parts) + "."
 
 
-def scale_statements(artifact: Artifact, table: pd.DataFrame, names: pd.Series, scale: str,
-                     context: CheckContext) -> list[str]:
+def scale_statements(
+    artifact: Artifact, table: pd.DataFrame, names: pd.Series, scale: str, context: CheckContext
+) -> list[str]:
     """The computed paragraphs of "What this scale shows", in the order above; those without data left out."""
     layout, report = artifact.layout, artifact.report
     groups = order_groups(table, report["cells"])
     finished = table[table["runs"] > 0]
     paragraphs = [coverage_markdown(artifact, scale)]
     if isinstance(layout, SpeedReport):
-        paragraphs += [best_markdown(finished, names, context, [layout.x]), growth_markdown(layout, finished),
-                       out_of_memory_markdown(layout, finished)]
+        paragraphs += [
+            best_markdown(finished, names, context, [layout.x]),
+            growth_markdown(layout, finished),
+            out_of_memory_markdown(layout, finished),
+        ]
     elif isinstance(layout, BucketsReport):
-        paragraphs += [best_markdown(finished, names, context, groups), buckets_markdown(layout, finished,
-                                                                                          context.mode)]
+        paragraphs += [
+            best_markdown(finished, names, context, groups),
+            buckets_markdown(layout, finished, context.mode),
+        ]
     elif isinstance(layout, ScalingReport):
         sizes = [key for key in layout.cells if key != layout.lines]
         paragraphs.append(best_markdown(finished, names, context, sizes))

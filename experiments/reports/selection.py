@@ -8,7 +8,9 @@ import pandas as pd
 MERGED = "merged {}"  # the column that keeps a merged key's own value (``chosen merged model`` in the cell table)
 
 
-def merged_runs(runs: pd.DataFrame, merge: dict[str, dict[Any, list]], cells: list[str]) -> tuple[pd.DataFrame, list[str]]:
+def merged_runs(
+    runs: pd.DataFrame, merge: dict[str, dict[Any, list]], cells: list[str]
+) -> tuple[pd.DataFrame, list[str]]:
     """The runs with several values of a cell key reported as one row, and the columns to choose among them.
 
     ``merge`` maps a cell key to reported value -> the values it merges, e.g. ``{"model": {"best": ["a", "b"]}}``:
@@ -20,14 +22,16 @@ def merged_runs(runs: pd.DataFrame, merge: dict[str, dict[Any, list]], cells: li
         if key not in cells:
             raise ValueError(f"selection.merge.{key}: {key!r} is not one of the report's cells {cells}")
         if not isinstance(rows, dict) or not all(isinstance(members, list) and members for members in rows.values()):
-            raise ValueError(f"selection.merge.{key}={rows!r} must map each reported value to a non-empty list of "
-                             f"{key} values")
+            raise ValueError(
+                f"selection.merge.{key}={rows!r} must map each reported value to a non-empty list of {key} values"
+            )
         row_of = {}
         for row, members in rows.items():
             for member in members:
                 if member in row_of:
-                    raise ValueError(f"selection.merge.{key}: {member!r} is merged into both {row_of[member]!r} and "
-                                     f"{row!r}")
+                    raise ValueError(
+                        f"selection.merge.{key}: {member!r} is merged into both {row_of[member]!r} and {row!r}"
+                    )
                 row_of[member] = row
         runs = runs.assign(**{MERGED.format(key): runs[key]})
         runs[key] = runs[key].map(lambda value: row_of.get(value, value))  # noqa: B023 (mapped in this iteration)
@@ -35,9 +39,18 @@ def merged_runs(runs: pd.DataFrame, merge: dict[str, dict[Any, list]], cells: li
     return runs, chosen_too
 
 
-def select_cells(runs: pd.DataFrame, *, cells: list[str], choose: list[str], average: list[str], select_metric: str,
-                 mode: str, report_metric: str, solved_at: float | None = None,
-                 cell_metrics: Sequence[str] = ()) -> pd.DataFrame:
+def select_cells(
+    runs: pd.DataFrame,
+    *,
+    cells: list[str],
+    choose: list[str],
+    average: list[str],
+    select_metric: str,
+    mode: str,
+    report_metric: str,
+    solved_at: float | None = None,
+    cell_metrics: Sequence[str] = (),
+) -> pd.DataFrame:
     """One row per cell (the ``cells`` keys) from one row per finished run.
 
     For each cell, every combination of the ``choose`` keys (e.g. the learning rate) is scored by its
@@ -63,18 +76,30 @@ def select_cells(runs: pd.DataFrame, *, cells: list[str], choose: list[str], ave
                 chosen = chosen[chosen[key] == value]
         else:
             best, chosen = (), cell_runs
-        rows.append({
-            **dict(zip(cells, cell_values)),
-            **{f"chosen {key}": value for key, value in zip(choose, best)},
-            "ours": chosen[report_metric].mean(),
-            "std": chosen[report_metric].std(ddof=1) if len(chosen) > 1 else 0.0,  # the sample std
-            "min": chosen[report_metric].min(),
-            "max": chosen[report_metric].max(),
-            "runs": len(chosen),
-            "solved": int((chosen[report_metric] >= solved_at).sum()) if solved_at is not None else pd.NA,
-            "values": tuple(sorted(chosen[report_metric].dropna())),
-            **{metric: chosen[metric].mean() for metric in cell_metrics},
-        })
-    columns = [*cells, *(f"chosen {key}" for key in choose), "ours", "std", "min", "max", "runs", "solved", "values",
-               *cell_metrics]
+        rows.append(
+            {
+                **dict(zip(cells, cell_values)),
+                **{f"chosen {key}": value for key, value in zip(choose, best)},
+                "ours": chosen[report_metric].mean(),
+                "std": chosen[report_metric].std(ddof=1) if len(chosen) > 1 else 0.0,  # the sample std
+                "min": chosen[report_metric].min(),
+                "max": chosen[report_metric].max(),
+                "runs": len(chosen),
+                "solved": int((chosen[report_metric] >= solved_at).sum()) if solved_at is not None else pd.NA,
+                "values": tuple(sorted(chosen[report_metric].dropna())),
+                **{metric: chosen[metric].mean() for metric in cell_metrics},
+            }
+        )
+    columns = [
+        *cells,
+        *(f"chosen {key}" for key in choose),
+        "ours",
+        "std",
+        "min",
+        "max",
+        "runs",
+        "solved",
+        "values",
+        *cell_metrics,
+    ]
     return pd.DataFrame(rows, columns=columns)

@@ -52,8 +52,9 @@ def y_axis(ax: plt.Axes, values: list[float]) -> None:
 def out_of_memory_strip(strip: plt.Axes, marks: dict, colour: dict, names: dict) -> None:
     """The strip above a panel: a row per model that ran out of memory, its mark at each x it did."""
     for row, (line, xs) in enumerate(marks.items()):
-        strip.plot(xs, [row] * len(xs), linestyle="none", marker="x", markersize=7, markeredgewidth=2,
-                   color=colour[line])
+        strip.plot(
+            xs, [row] * len(xs), linestyle="none", marker="x", markersize=7, markeredgewidth=2, color=colour[line]
+        )
     strip.set_ylim(-0.7, len(marks) - 0.3)
     strip.set_yticks(range(len(marks)), [names[line] for line in marks], fontsize=6)
     strip.tick_params(axis="x", labelbottom=False, length=0)
@@ -71,9 +72,15 @@ def speed_figure(layout: SpeedReport, table: pd.DataFrame, title: str) -> plt.Fi
     marks = {value: sorted(values[(table[layout.lines] == value) & oom][layout.x]) for value in line_values}
     marks = {value: xs for value, xs in marks.items() if xs}
     strip_height = 0.35 + 0.16 * len(marks) if marks else 0.01
-    figure, axes = plt.subplots(2, len(metrics), squeeze=False, sharex="col", layout="constrained",
-                                figsize=(1.5 + 3.8 * len(metrics), 5.0 + strip_height),
-                                height_ratios=[strip_height, 3.6])
+    figure, axes = plt.subplots(
+        2,
+        len(metrics),
+        squeeze=False,
+        sharex="col",
+        layout="constrained",
+        figsize=(1.5 + 3.8 * len(metrics), 5.0 + strip_height),
+        height_ratios=[strip_height, 3.6],
+    )
     for strip, ax, metric in zip(axes[0], axes[1], metrics):
         drawn, ticked_x, estimated_any = [], set(), False
         for order, value in enumerate(line_values):
@@ -90,9 +97,16 @@ def speed_figure(layout: SpeedReport, table: pd.DataFrame, title: str) -> plt.Fi
             if metric != layout.metric and not estimated.empty:  # recorded before a run that did not run
                 joined = pd.concat([points.tail(1), estimated])
                 ax.plot(joined[layout.x], joined[metric], linestyle=":", color=colour[value], zorder=1)
-                ax.plot(estimated[layout.x], estimated[metric], linestyle="none", marker=marker[value],
-                        markersize=marker_size(order), markerfacecolor="white", markeredgecolor=colour[value],
-                        zorder=2 + order)
+                ax.plot(
+                    estimated[layout.x],
+                    estimated[metric],
+                    linestyle="none",
+                    marker=marker[value],
+                    markersize=marker_size(order),
+                    markerfacecolor="white",
+                    markeredgecolor=colour[value],
+                    zorder=2 + order,
+                )
                 drawn += list(estimated[metric])
                 ticked_x |= set(estimated[layout.x])
                 estimated_any = True
@@ -119,7 +133,15 @@ def speed_figure(layout: SpeedReport, table: pd.DataFrame, title: str) -> plt.Fi
         if estimated_any:
             handles.append(Line2D([], [], linestyle=":", marker="o", color="grey", markerfacecolor="white"))
             labels.append("estimate before a run over the limit (not run)")
-        ax.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2,
-                  title=K_TITLE, title_fontsize=7)  # below the panel and its x label: no line hidden
+        ax.legend(
+            handles,
+            labels,
+            fontsize=7,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.16),
+            ncol=2,
+            title=K_TITLE,
+            title_fontsize=7,
+        )  # below the panel and its x label: no line hidden
     figure.suptitle(title, fontsize=10)
     return figure

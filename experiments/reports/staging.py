@@ -59,4 +59,3 @@ def remove_abandoned(destination: Path) -> None:
         pid = folder.name.removeprefix(PREFIX).split("-")[0]
         if pid.isdigit() and not process_is_running(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
-

@@ -16,18 +16,24 @@ from scipy import stats
 
 # growth exponents: the class of k within this distance of 0, 1 and 2
 GROWTH_TOLERANCE = 0.1
-GROWTH_RULE = ("growth exponent k: the least-squares slope of log(value) against log(x) over the upper half of the "
-               f"x values (all of them below four); flat: |k| < {GROWTH_TOLERANCE:g}; linear: |k - 1| < "
-               f"{GROWTH_TOLERANCE:g}; quadratic: |k - 2| < {GROWTH_TOLERANCE:g}; sublinear or superlinear between "
-               f"them; falling: k <= -{GROWTH_TOLERANCE:g}")
+GROWTH_RULE = (
+    "growth exponent k: the least-squares slope of log(value) against log(x) over the upper half of the "
+    f"x values (all of them below four); flat: |k| < {GROWTH_TOLERANCE:g}; linear: |k - 1| < "
+    f"{GROWTH_TOLERANCE:g}; quadratic: |k - 2| < {GROWTH_TOLERANCE:g}; sublinear or superlinear between "
+    f"them; falling: k <= -{GROWTH_TOLERANCE:g}"
+)
 ORDER_PARTLY = 2 / 3  # the share of agreeing pairs from which an order holds partly
-ORDER_RULE = ("a pair of cells agrees when ours and the paper's numbers put its two cells in the same order, and "
-              "disagrees when they put them in opposite orders (a tie in either does neither); only cells of the same "
-              "{within} are paired{across}; Kendall's tau-a = (agreeing - disagreeing) / pairs; the order holds when "
-              f"every pair agrees, partly when at least {ORDER_PARTLY:.0%} do, not otherwise")
+ORDER_RULE = (
+    "a pair of cells agrees when ours and the paper's numbers put its two cells in the same order, and "
+    "disagrees when they put them in opposite orders (a tie in either does neither); only cells of the same "
+    "{within} are paired{across}; Kendall's tau-a = (agreeing - disagreeing) / pairs; the order holds when "
+    f"every pair agrees, partly when at least {ORDER_PARTLY:.0%} do, not otherwise"
+)
 OVERLAP_RULE = "two intervals overlap when they share at least one value"
-CHANGE_RULE = ("the relative change from the smallest to the largest {x}: (last - first) / first; it keeps its value "
-               "when the change is below +{tolerance:.0%} (falling included), and rises otherwise")
+CHANGE_RULE = (
+    "the relative change from the smallest to the largest {x}: (last - first) / first; it keeps its value "
+    "when the change is below +{tolerance:.0%} (falling included), and rises otherwise"
+)
 
 
 def growth_exponent(x, values) -> float:
@@ -100,14 +106,19 @@ class OrderAgreement:
         return "partly" if self.agreeing >= ORDER_PARTLY * self.pairs else "no"
 
     def sentence(self) -> str:
-        per_group = "; ".join(f"{group}: {agreeing} of {pairs}" for group, (agreeing, pairs) in self.groups.items()
-                              if group)
-        return (f"{self.agreeing} of {self.pairs} pairs are in the paper's order (Kendall's tau-a {signed(self.tau)})"
-                + (f" ({per_group})" if per_group and len(self.groups) > 1 else "") + ".")
+        per_group = "; ".join(
+            f"{group}: {agreeing} of {pairs}" for group, (agreeing, pairs) in self.groups.items() if group
+        )
+        return (
+            f"{self.agreeing} of {self.pairs} pairs are in the paper's order (Kendall's tau-a {signed(self.tau)})"
+            + (f" ({per_group})" if per_group and len(self.groups) > 1 else "")
+            + "."
+        )
 
 
-def order_agreement(names: list[str], groups: list[str], ours: list[float], paper: list[float],
-                    mode: str) -> OrderAgreement:
+def order_agreement(
+    names: list[str], groups: list[str], ours: list[float], paper: list[float], mode: str
+) -> OrderAgreement:
     """Pairs of the cells (``names``, each in its group) with both values; ``mode`` min: lower is better."""
     sign = 1 if mode == "min" else -1
     rows = [row for row in zip(names, groups, ours, paper) if not (pd.isna(row[2]) or pd.isna(row[3]))]
@@ -125,8 +136,13 @@ def order_agreement(names: list[str], groups: list[str], ours: list[float], pape
                 disagreeing_in[group].append((better[0], worse[0]))
         agreeing += group_agreeing
         per_group[group] = (group_agreeing, len(members) * (len(members) - 1) // 2)
-    return OrderAgreement(pairs=sum(pairs for _, pairs in per_group.values()), agreeing=agreeing,
-                          disagreeing=disagreeing, groups=per_group, disagreeing_in=disagreeing_in)
+    return OrderAgreement(
+        pairs=sum(pairs for _, pairs in per_group.values()),
+        agreeing=agreeing,
+        disagreeing=disagreeing,
+        groups=per_group,
+        disagreeing_in=disagreeing_in,
+    )
 
 
 @dataclass(frozen=True)
@@ -149,8 +165,10 @@ class Overlaps:
         if not self.overlapping:
             return f"No two of the {len(self.intervals)} {interval}s overlap."
         pairs = len(self.apart) + len(self.overlapping)
-        return (f"{len(self.apart)} of the {pairs} pairs of {interval}s {'does' if len(self.apart) == 1 else 'do'} not "
-                "overlap: " + "; ".join(f"{shown(first)} and {shown(second)}" for first, second in self.apart) + ".")
+        return (
+            f"{len(self.apart)} of the {pairs} pairs of {interval}s {'does' if len(self.apart) == 1 else 'do'} not "
+            "overlap: " + "; ".join(f"{shown(first)} and {shown(second)}" for first, second in self.apart) + "."
+        )
 
 
 def interval_overlaps(intervals: dict[str, tuple[float, float]]) -> Overlaps:
@@ -179,21 +197,29 @@ class Separation:
 
     def sentence(self, digits: int) -> str:
         if math.isinf(self.ratio):
-            return (f"The smallest difference between two cells' means is {self.gap:.{digits}f} ({self.closest[0]} "
-                    f"and {self.closest[1]}), and every cell's runs agree exactly: every two cells differ by more "
-                    "than the runs of one cell spread.")
+            return (
+                f"The smallest difference between two cells' means is {self.gap:.{digits}f} ({self.closest[0]} "
+                f"and {self.closest[1]}), and every cell's runs agree exactly: every two cells differ by more "
+                "than the runs of one cell spread."
+            )
         who = "every two cells differ by more" if self.ratio > 1 else "the closest two cells differ by less"
-        return (f"The smallest difference between two cells' means is {self.gap:.{digits}f} ({self.closest[0]} and "
-                f"{self.closest[1]}), {self.ratio:.2f} times the widest range of one cell's runs "
-                f"({self.widest:.{digits}f}, {self.widest_cell}): {who} than the runs of one cell spread.")
+        return (
+            f"The smallest difference between two cells' means is {self.gap:.{digits}f} ({self.closest[0]} and "
+            f"{self.closest[1]}), {self.ratio:.2f} times the widest range of one cell's runs "
+            f"({self.widest:.{digits}f}, {self.widest_cell}): {who} than the runs of one cell spread."
+        )
 
 
-def separation(names: list[str], means: list[float], lows: list[float], highs: list[float],
-               runs: list[int]) -> Separation | None:
+def separation(
+    names: list[str], means: list[float], lows: list[float], highs: list[float], runs: list[int]
+) -> Separation | None:
     """Over the cells with a mean: the closest two means and the widest range among cells of two or more runs; None
     with fewer than two means or no cell of two runs."""
-    cells = [(name, mean, high - low, count) for name, mean, low, high, count in zip(names, means, lows, highs, runs)
-             if not pd.isna(mean)]
+    cells = [
+        (name, mean, high - low, count)
+        for name, mean, low, high, count in zip(names, means, lows, highs, runs)
+        if not pd.isna(mean)
+    ]
     ranged = [(name, width) for name, _, width, count in cells if count > 1]
     if len(cells) < 2 or not ranged:
         return None

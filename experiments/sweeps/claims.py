@@ -62,7 +62,11 @@ class ClaimState:
         if self.age_seconds > stale_after_seconds:
             return True
         job, attempt = slurm_attempt()
-        if job is not None and self.holder.get("slurm_job") == job and self.holder.get("slurm_attempt", attempt) < attempt:
+        if (
+            job is not None
+            and self.holder.get("slurm_job") == job
+            and self.holder.get("slurm_attempt", attempt) < attempt
+        ):
             return True
         if self.holder.get("hostname") != socket.gethostname() or "pid" not in self.holder:
             return False
@@ -150,8 +154,11 @@ def private_file_writer(private: Path) -> dict | None:
     if match is None:
         return None
     ticks = match["ticks"]
-    return {"hostname": match["hostname"], "pid": int(match["pid"]),
-            "process_start_ticks": int(ticks) if ticks.isdigit() else None}
+    return {
+        "hostname": match["hostname"],
+        "pid": int(match["pid"]),
+        "process_start_ticks": int(ticks) if ticks.isdigit() else None,
+    }
 
 
 def claim_holder(token: str) -> dict:
@@ -259,7 +266,9 @@ def release(claim: Claim) -> None:
 def holding(claim: Claim, heartbeat_seconds: float) -> Iterator[Claim]:
     """Keep the claim fresh with a heartbeat thread; release it on exit."""
     stop = threading.Event()
-    heartbeat = threading.Thread(target=beat, args=(claim, heartbeat_seconds, stop), name="claim-heartbeat", daemon=True)
+    heartbeat = threading.Thread(
+        target=beat, args=(claim, heartbeat_seconds, stop), name="claim-heartbeat", daemon=True
+    )
     heartbeat.start()
     try:
         yield claim

@@ -62,8 +62,9 @@ class Accelerator:
         """``flops`` at the model FLOP/s measured for ``model`` on this GPU (its MFU x the peak it was measured
         against) where there is one, else at ``utilization`` x ``peak_tflops``."""
         rate = self.measured_rate(model)
-        flops_per_second = self.peak_tflops * 1e12 * self.utilization if rate is None else \
-            rate.peak_tflops * 1e12 * rate.utilization
+        flops_per_second = (
+            self.peak_tflops * 1e12 * self.utilization if rate is None else rate.peak_tflops * 1e12 * rate.utilization
+        )
         return flops / flops_per_second / SECONDS_PER_HOUR
 
     def describe(self) -> str:
@@ -99,12 +100,14 @@ def measured_rates(path: Path | None = None) -> dict[str, list[MeasuredRate]]:
     for row in rows:
         if row["status"] == "ok" and row["mfu"] and row["peak_tflops"]:
             rates.setdefault(row["device"], []).append(
-                MeasuredRate(row["model"], row["device"], float(row["mfu"]), float(row["peak_tflops"])))
+                MeasuredRate(row["model"], row["device"], float(row["mfu"]), float(row["peak_tflops"]))
+            )
     return rates
 
 
-def command_line_accelerator(gpu_name: str | None, gpu_tflops: float | None, utilization: float | None,
-                             path: Path | None = None) -> Accelerator:
+def command_line_accelerator(
+    gpu_name: str | None, gpu_tflops: float | None, utilization: float | None, path: Path | None = None
+) -> Accelerator:
     """The dry run's GPU from ``--gpu-name``, ``--gpu-tflops`` and ``--utilization`` (None: not given) and the rates
     measured in ``path`` (default: MEASURED_THROUGHPUT): the measured device that ``--gpu-name`` names (a part of its
     name, e.g. "H200"), or without it the one device measured; the models measured on it at their measured rate, the
@@ -118,18 +121,27 @@ def command_line_accelerator(gpu_name: str | None, gpu_tflops: float | None, uti
     else:
         devices = [device for device in rates if gpu_name.lower() in device.lower()]
         if len(devices) > 1:
-            raise ValueError(f"--gpu-name {gpu_name!r} matches several devices measured in {path}: {devices}; "
-                             "name one of them")
+            raise ValueError(
+                f"--gpu-name {gpu_name!r} matches several devices measured in {path}: {devices}; name one of them"
+            )
     if not devices:
-        return Accelerator(_given(gpu_name, default.name), _given(gpu_tflops, default.peak_tflops),
-                           _given(utilization, default.utilization))
+        return Accelerator(
+            _given(gpu_name, default.name),
+            _given(gpu_tflops, default.peak_tflops),
+            _given(utilization, default.utilization),
+        )
     device_rates = rates[devices[0]]
     try:
         source = str(path.relative_to(REPOSITORY_ROOT))
     except ValueError:
         source = str(path)
-    return Accelerator(devices[0], _given(gpu_tflops, device_rates[0].peak_tflops),
-                       _given(utilization, default.utilization), tuple(device_rates), source)
+    return Accelerator(
+        devices[0],
+        _given(gpu_tflops, device_rates[0].peak_tflops),
+        _given(utilization, default.utilization),
+        tuple(device_rates),
+        source,
+    )
 
 
 def _given(value, default):
@@ -160,8 +172,12 @@ def run_compute(config: DictConfig | dict) -> RunCompute:
     if length is None:
         return RunCompute(None, None, model=model["name"])
     forward, training = flops_per_token(  # models.flops (torch) once per model config: experiments.sweeps.flops_cache
-        model["name"], model["embedding_dim"], model["num_blocks"], model.get("options") or {},
-        sequence_length=length, output_size=spec.num_classes,
+        model["name"],
+        model["embedding_dim"],
+        model["num_blocks"],
+        model.get("options") or {},
+        sequence_length=length,
+        output_size=spec.num_classes,
         input_features=None if spec.input_kind == "tokens" else spec.input_size,
     )
     evaluate = config.get("evaluate")
@@ -222,13 +238,18 @@ def estimate_text(computes: list[RunCompute], accelerator: Accelerator) -> str:
     ]
     evaluating = [compute for compute in known if compute.evaluated_tokens]
     if evaluating:
-        lines.insert(2, f"  of which evaluation-only runs ({len(evaluating)}): forward FLOPs per token x "
-                        f"{sum(compute.evaluated_tokens for compute in evaluating):.3g} evaluated tokens (their "
-                        "validation and test sets, or what their evaluation kind runs through the model)")
+        lines.insert(
+            2,
+            f"  of which evaluation-only runs ({len(evaluating)}): forward FLOPs per token x "
+            f"{sum(compute.evaluated_tokens for compute in evaluating):.3g} evaluated tokens (their "
+            "validation and test sets, or what their evaluation kind runs through the model)",
+        )
     unestimated = [compute.unestimated for compute in known if compute.unestimated]
     if unestimated:
-        lines.append(f"  not counted: {len(unestimated)} evaluation-only runs of kinds {sorted(set(unestimated))}, "
-                     "whose tokens are known only once their data is read")
+        lines.append(
+            f"  not counted: {len(unestimated)} evaluation-only runs of kinds {sorted(set(unestimated))}, "
+            "whose tokens are known only once their data is read"
+        )
     return "\n".join(lines)
 
 
@@ -236,5 +257,7 @@ def gpu_hours_line(hours: float, accelerator: Accelerator, models: list[str | No
     text = f"  GPU-hours: {hours:.3g} on {accelerator.describe()} = FLOPs / "
     if not accelerator.measured:
         return text + f"({accelerator.peak_tflops:g}e12 FLOP/s x {accelerator.utilization:g}) / 3600"
-    return text + (f"(peak FLOP/s x the utilisation of the run's model) / 3600, summed over runs; "
-                   f"{accelerator.utilizations([model for model in models if model is not None])}")
+    return text + (
+        f"(peak FLOP/s x the utilisation of the run's model) / 3600, summed over runs; "
+        f"{accelerator.utilizations([model for model in models if model is not None])}"
+    )

@@ -20,19 +20,36 @@ from experiments.config.plan_cache import code_digest
 FILE_NAME = "flops_per_token.json"
 
 
-def flops_per_token(name: str, embedding_dim: int, num_blocks: int, options: dict, *, sequence_length: int,
-                    output_size: int, input_features: int | None) -> tuple[float, float]:
+def flops_per_token(
+    name: str,
+    embedding_dim: int,
+    num_blocks: int,
+    options: dict,
+    *,
+    sequence_length: int,
+    output_size: int,
+    input_features: int | None,
+) -> tuple[float, float]:
     """(forward, training) FLOPs per token, as ``models.flops.flops_per_token`` gives them (its ValueError naming a
     bad value)."""
-    key = json.dumps([code_digest(), name, embedding_dim, num_blocks, options, sequence_length, output_size,
-                      input_features], sort_keys=True)
+    key = json.dumps(
+        [code_digest(), name, embedding_dim, num_blocks, options, sequence_length, output_size, input_features],
+        sort_keys=True,
+    )
     folder = compose_cache.cache_folder()
     entries = known_entries(folder)
     if key not in entries:
         from models.flops import flops_per_token as computed  # torch: only for a model config not estimated before
 
-        per_token = computed(name, embedding_dim, num_blocks, options, sequence_length=sequence_length,
-                             output_size=output_size, input_features=input_features)
+        per_token = computed(
+            name,
+            embedding_dim,
+            num_blocks,
+            options,
+            sequence_length=sequence_length,
+            output_size=output_size,
+            input_features=input_features,
+        )
         entries[key] = [per_token.forward, per_token.training]
         if folder is not None:
             try:
@@ -53,7 +70,8 @@ def known_entries(folder: Path | None) -> dict[str, list[float]]:
         entries = json.loads(path.read_text())
         sound = isinstance(entries, dict) and all(
             isinstance(value, list) and len(value) == 2 and all(isinstance(number, (int, float)) for number in value)
-            for value in entries.values())
+            for value in entries.values()
+        )
     except (OSError, ValueError):
         sound = False
     if not sound:

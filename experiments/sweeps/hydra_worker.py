@@ -79,8 +79,11 @@ def requeue(place: JobPlace, run_dir: Path) -> None:
             requeue_job(job)
             print(f"requeued SLURM job {job}: its next attempt resumes {run_dir}", file=sys.stderr, flush=True)
         except SchedulerUnavailable as error:
-            print(f"could not requeue SLURM job {job} ({error}); the next sweep resumes {run_dir}", file=sys.stderr,
-                  flush=True)
+            print(
+                f"could not requeue SLURM job {job} ({error}); the next sweep resumes {run_dir}",
+                file=sys.stderr,
+                flush=True,
+            )
     barrier(place)
 
 

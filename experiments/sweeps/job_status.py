@@ -25,8 +25,9 @@ from experiments.sweeps.slurm_sweep import ended_outcome
 ORDER = ("done", "queued", "running", "failed", "not submitted")
 
 
-def run_state(run: PlannedRun, root: Path, live: dict[str, str], ended: dict[str, str],
-              stale_after_seconds: float) -> tuple[str, str]:
+def run_state(
+    run: PlannedRun, root: Path, live: dict[str, str], ended: dict[str, str], stale_after_seconds: float
+) -> tuple[str, str]:
     """(one of ORDER, what to say of it) for one run."""
     run_dir = run_directory(run, root)
     if finished_result(run_dir) is not None:
@@ -59,8 +60,12 @@ def print_status(console: Console, runs: list[PlannedRun], root: Path, stale_aft
         state, detail = run_state(run, root, live, ended, stale_after_seconds)
         counts[state] += 1
         if state != "done":
-            console.print(f"  {state}: {run.label}" + (f": {detail}" if detail else ""), soft_wrap=True,
-                          highlight=False, markup=False)
+            console.print(
+                f"  {state}: {run.label}" + (f": {detail}" if detail else ""),
+                soft_wrap=True,
+                highlight=False,
+                markup=False,
+            )
     console.print(f"{len(runs)} runs: " + ", ".join(f"{state} {counts[state]}" for state in ORDER), highlight=False)
     return counts
 
@@ -68,8 +73,13 @@ def print_status(console: Console, runs: list[PlannedRun], root: Path, stale_aft
 def add_status_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("artifact", help="the paper artifact of the sweep")
     add_scale_argument(parser)
-    parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
-                        help="only the runs of the cells with this value of a cell key (as the sweep's --where)")
+    parser.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only the runs of the cells with this value of a cell key (as the sweep's --where)",
+    )
     parser.add_argument("--root", type=Path, default=RUN_STORE, help=argparse.SUPPRESS)
     parser.add_argument("--claim-timeout", type=float, default=DEFAULT_STALE_AFTER_SECONDS, help=argparse.SUPPRESS)
     add_overrides_argument(parser, "the Hydra overrides the sweep ran with")
@@ -80,8 +90,10 @@ def status_command(arguments: argparse.Namespace) -> int:
     try:
         root = checked_folder(arguments.root, "--root").resolve()
         artifact = load_artifact(arguments.artifact)
-        runs = artifact.runs(arguments.scale, [override for override in arguments.overrides
-                                               if not override.startswith("hydra.launcher.")])
+        runs = artifact.runs(
+            arguments.scale,
+            [override for override in arguments.overrides if not override.startswith("hydra.launcher.")],
+        )
         where = parse_where(arguments.where)
         runs = runs_where(runs, where) if where else runs
     except ValueError as error:

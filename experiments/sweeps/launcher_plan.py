@@ -25,15 +25,17 @@ GPU_ACCELERATORS = ("gpu", "cuda")
 # A node's memory for each of its processes, at least: a CUDA process with torch holds a few GB, and rank 0 gathers
 # the whole model with its AdamW state to save a checkpoint (1.3B parameters: 16 GB).
 MIN_MEMORY_PER_PROCESS_GB = 16
-MEMORY_UNITS_GB = {"K": 1 / 1024 ** 2, "M": 1 / 1024, "G": 1.0, "T": 1024.0}  # SLURM's suffixes; none is M
+MEMORY_UNITS_GB = {"K": 1 / 1024**2, "M": 1 / 1024, "G": 1.0, "T": 1024.0}  # SLURM's suffixes; none is M
 DEFAULT_SIGNAL_LEAD_SECONDS = 0
 
 
 def trainer_placement(run: PlannedRun) -> tuple:
     """(trainer.devices, trainer.num_nodes, trainer.accelerator) of a run."""
-    return (OmegaConf.select(run.config, "trainer.devices", default=1),
-            OmegaConf.select(run.config, "trainer.num_nodes", default=1),
-            OmegaConf.select(run.config, "trainer.accelerator", default="auto"))
+    return (
+        OmegaConf.select(run.config, "trainer.devices", default=1),
+        OmegaConf.select(run.config, "trainer.num_nodes", default=1),
+        OmegaConf.select(run.config, "trainer.accelerator", default="auto"),
+    )
 
 
 def check_processes(runs: Sequence[PlannedRun], hydra_launcher: dict) -> None:
@@ -55,14 +57,19 @@ def launcher_problems(runs: Sequence[PlannedRun], hydra_launcher: dict) -> list[
                 f"run {run.run_id} ({run.cell}) trains on trainer.devices={devices} processes on each of "
                 f"trainer.num_nodes={num_nodes} nodes, but the launcher starts tasks_per_node={tasks} on each of "
                 f"nodes={nodes}; set hydra.launcher.tasks_per_node={devices} hydra.launcher.gpus_per_node={devices} "
-                f"hydra.launcher.nodes={num_nodes}, or the runs' trainer.devices and +trainer.num_nodes")
+                f"hydra.launcher.nodes={num_nodes}, or the runs' trainer.devices and +trainer.num_nodes"
+            )
         elif accelerator in GPU_ACCELERATORS and gpus != tasks:
-            problems.append(f"run {run.run_id} ({run.cell}) trains one process per GPU (trainer.accelerator="
-                            f"{accelerator}) on tasks_per_node={tasks}, but the launcher asks for gpus_per_node={gpus}; "
-                            f"set hydra.launcher.gpus_per_node={tasks}")
+            problems.append(
+                f"run {run.run_id} ({run.cell}) trains one process per GPU (trainer.accelerator="
+                f"{accelerator}) on tasks_per_node={tasks}, but the launcher asks for gpus_per_node={gpus}; "
+                f"set hydra.launcher.gpus_per_node={tasks}"
+            )
         elif accelerator == "cpu" and gpus:
-            problems.append(f"run {run.run_id} ({run.cell}) trains on CPUs (trainer.accelerator=cpu), but the launcher "
-                            f"asks for gpus_per_node={gpus}; set hydra.launcher.gpus_per_node=0")
+            problems.append(
+                f"run {run.run_id} ({run.cell}) trains on CPUs (trainer.accelerator=cpu), but the launcher "
+                f"asks for gpus_per_node={gpus}; set hydra.launcher.gpus_per_node=0"
+            )
     return problems + memory_problems(hydra_launcher, tasks)
 
 
@@ -70,15 +77,21 @@ def memory_problems(hydra_launcher: dict, tasks: int) -> list[str]:
     """The node's memory (mem_gb) or each GPU's (mem_per_gpu) must give every process MIN_MEMORY_PER_PROCESS_GB."""
     per_node, per_gpu = hydra_launcher.get("mem_gb"), hydra_launcher.get("mem_per_gpu")
     if per_node is not None and per_gpu is not None:
-        return [f"the launcher sets both mem_gb={per_node} and mem_per_gpu={per_gpu} (SLURM takes one of --mem and "
-                "--mem-per-gpu); set the other to null"]
+        return [
+            f"the launcher sets both mem_gb={per_node} and mem_per_gpu={per_gpu} (SLURM takes one of --mem and "
+            "--mem-per-gpu); set the other to null"
+        ]
     if per_node is not None and per_node / max(tasks, 1) < MIN_MEMORY_PER_PROCESS_GB:
-        return [f"mem_gb={per_node} GB on a node leaves {per_node / tasks:g} GB to each of its tasks_per_node={tasks} "
-                f"processes, less than {MIN_MEMORY_PER_PROCESS_GB} GB; set hydra.launcher.mem_gb="
-                f"{MIN_MEMORY_PER_PROCESS_GB * tasks} or more"]
+        return [
+            f"mem_gb={per_node} GB on a node leaves {per_node / tasks:g} GB to each of its tasks_per_node={tasks} "
+            f"processes, less than {MIN_MEMORY_PER_PROCESS_GB} GB; set hydra.launcher.mem_gb="
+            f"{MIN_MEMORY_PER_PROCESS_GB * tasks} or more"
+        ]
     if per_gpu is not None and memory_gb(per_gpu) < MIN_MEMORY_PER_PROCESS_GB:
-        return [f"mem_per_gpu={per_gpu} is less than {MIN_MEMORY_PER_PROCESS_GB} GB for the process of each GPU; set "
-                f"hydra.launcher.mem_per_gpu={MIN_MEMORY_PER_PROCESS_GB}G or more"]
+        return [
+            f"mem_per_gpu={per_gpu} is less than {MIN_MEMORY_PER_PROCESS_GB} GB for the process of each GPU; set "
+            f"hydra.launcher.mem_per_gpu={MIN_MEMORY_PER_PROCESS_GB}G or more"
+        ]
     return []
 
 
@@ -102,8 +115,9 @@ def requeues(wall_hours: float, limit_hours: float, lead_hours: float) -> int:
     return max(0, math.ceil(wall_hours / (limit_hours - lead_hours)) - 1)
 
 
-def print_launcher_plan(console: Console, runs: Sequence[PlannedRun], hydra_launcher: dict,
-                        accelerator: Accelerator) -> None:
+def print_launcher_plan(
+    console: Console, runs: Sequence[PlannedRun], hydra_launcher: dict, accelerator: Accelerator
+) -> None:
     """Per model: the runs, the nodes x GPUs of each, its GPU-hours, its wall time on them and the requeues at the
     time limit; then the array's size. For --dry-run with the slurm launcher."""
     runs = [run for run in runs if run.unavailable is None]
@@ -116,26 +130,42 @@ def print_launcher_plan(console: Console, runs: Sequence[PlannedRun], hydra_laun
         compute = run_compute(run.config)
         if compute.flops is not None:  # a task without a sequence length has no estimate (the plan above says so)
             by_model.setdefault(str(run.cell.get("model", run.label)), []).append(
-                accelerator.gpu_hours(compute.flops, compute.model))
-    table = Table(title=f"SLURM: each run a job of {counted(nodes, 'node')} x {counted(gpus, 'GPU')}, time limit "
-                        f"{limit_hours:g} h",
-                  caption=f"GPU-h: on {accelerator.describe()}; wall time: the GPU-hours over the job's "
-                          f"{counted(devices, 'GPU' if gpus else 'process')}; requeues: at the time limit less the "
-                          f"{lead_hours * 3600:g} s lead of the requeue signal",
-                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
+                accelerator.gpu_hours(compute.flops, compute.model)
+            )
+    table = Table(
+        title=f"SLURM: each run a job of {counted(nodes, 'node')} x {counted(gpus, 'GPU')}, time limit "
+        f"{limit_hours:g} h",
+        caption=f"GPU-h: on {accelerator.describe()}; wall time: the GPU-hours over the job's "
+        f"{counted(devices, 'GPU' if gpus else 'process')}; requeues: at the time limit less the "
+        f"{lead_hours * 3600:g} s lead of the requeue signal",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        show_edge=False,
+        collapse_padding=True,
+    )
     for column in ("model", "runs", "nodes x GPUs", "GPU-h per run", "wall h per run", "requeues per run"):
         table.add_column(column, justify="left" if column == "model" else "right", no_wrap=True)
     for model, hours in by_model.items():
         longest = max(hours) / devices
-        table.add_row(model, str(len(hours)), f"{nodes} x {gpus}", f"{max(hours):.3g}", f"{longest:.3g}",
-                      str(requeues(longest, limit_hours, lead_hours)))
+        table.add_row(
+            model,
+            str(len(hours)),
+            f"{nodes} x {gpus}",
+            f"{max(hours):.3g}",
+            f"{longest:.3g}",
+            str(requeues(longest, limit_hours, lead_hours)),
+        )
     console.print(table)
     longest = max((max(hours) for hours in by_model.values()), default=0.0) / devices
     parallel = min(len(runs), hydra_launcher.get("array_parallelism", len(runs)) or len(runs))
-    console.print(f"{len(runs)} runs: one array of {len(runs)} jobs, at most {parallel} at once "
-                  f"({counted(parallel * devices, 'GPU' if gpus else 'process')}); the longest run takes "
-                  f"{longest:.3g} h of wall time: {requeues(longest, limit_hours, lead_hours)} requeues at the "
-                  f"{limit_hours:g} h limit", highlight=False, soft_wrap=True)
+    console.print(
+        f"{len(runs)} runs: one array of {len(runs)} jobs, at most {parallel} at once "
+        f"({counted(parallel * devices, 'GPU' if gpus else 'process')}); the longest run takes "
+        f"{longest:.3g} h of wall time: {requeues(longest, limit_hours, lead_hours)} requeues at the "
+        f"{limit_hours:g} h limit",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def counted(count: int, noun: str) -> str:

@@ -87,15 +87,18 @@ def start_worker(context, run: PlannedRun, arguments: tuple, workers: list[Worke
         sending.close()  # the worker holds the only sending end: the pipe reads as closed once it is gone
 
 
-def work(sending: Connection, ready: Event, run: PlannedRun, root: Path, run_function: str,
-         stale_after_seconds: float) -> None:
+def work(
+    sending: Connection, ready: Event, run: PlannedRun, root: Path, run_function: str, stale_after_seconds: float
+) -> None:
     """A worker process: its run's outcome goes to the launcher; stopped by a signal, it exits with 128 + N."""
     with stop_signals_raise():
         try:
             ready.set()
             outcome = execute_run(run, root, run_function, stale_after_seconds)
         except Stopped as stopped:  # its run's error.json names the signal (execute_run), unless it had not started
-            sending.send(RunOutcome("failed", run_directory(run, root), f"{stopped}: it resumes from its last checkpoint"))
+            sending.send(
+                RunOutcome("failed", run_directory(run, root), f"{stopped}: it resumes from its last checkpoint")
+            )
             sys.exit(stopped.exit_code)
     sending.send(outcome)
     sending.close()
@@ -127,13 +130,17 @@ def died_outcome(worker: Worker, root: Path) -> RunOutcome:
     run_dir = run_directory(worker.run, root)
     if finished_result(run_dir) is not None:
         return RunOutcome("done", run_dir)
-    error = RuntimeError(f"its worker process died while the run was in flight ({exit_description(worker.process.exitcode)})")
+    error = RuntimeError(
+        f"its worker process died while the run was in flight ({exit_description(worker.process.exitcode)})"
+    )
     return record_failure(worker.run, run_dir, error, datetime.now(UTC))
 
 
 def exit_description(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
-        return f"killed by signal {signal.Signals(-exitcode).name}" + (": out of memory?" if -exitcode == signal.SIGKILL else "")
+        return f"killed by signal {signal.Signals(-exitcode).name}" + (
+            ": out of memory?" if -exitcode == signal.SIGKILL else ""
+        )
     return f"exit code {exitcode}"
 
 

@@ -58,8 +58,12 @@ def read_manifest(path: Path) -> Manifest:
     content = json.loads(Path(path).read_text())
     runs = [
         PlannedRun(
-            entry["artifact"], entry["scale"], entry["cell"], entry["overrides"],
-            config=OmegaConf.create(entry["config"]), run_id=entry["run_id"],
+            entry["artifact"],
+            entry["scale"],
+            entry["cell"],
+            entry["overrides"],
+            config=OmegaConf.create(entry["config"]),
+            run_id=entry["run_id"],
         )
         for entry in content["runs"]
     ]

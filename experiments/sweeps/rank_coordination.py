@@ -45,8 +45,9 @@ def job_place() -> JobPlace:
 
     environment = submitit.JobEnvironment()
     job_number = int(os.environ.get("SLURM_JOB_ID", "0"))
-    return JobPlace(environment.global_rank, environment.num_tasks, environment.hostnames[0],
-                    PORT_BASE + job_number % PORT_SPAN)
+    return JobPlace(
+        environment.global_rank, environment.num_tasks, environment.hostnames[0], PORT_BASE + job_number % PORT_SPAN
+    )
 
 
 class RankChannel:
@@ -66,14 +67,23 @@ class RankChannel:
     def _store(self, is_server: bool):
         from torch.distributed import TCPStore
 
-        return TCPStore(self.place.host, self.place.port, self.place.world_size, is_master=is_server,
-                        timeout=timedelta(seconds=WAIT_SECONDS), wait_for_workers=False)
+        return TCPStore(
+            self.place.host,
+            self.place.port,
+            self.place.world_size,
+            is_master=is_server,
+            timeout=timedelta(seconds=WAIT_SECONDS),
+            wait_for_workers=False,
+        )
 
     def announce(self, outcome: RunOutcome | None) -> None:
         if self.store is None or self.announced is not None:
             return
-        self.announced = TRAIN if outcome is None else json.dumps(
-            {"status": outcome.status, "run_dir": str(outcome.run_dir), "detail": outcome.detail})
+        self.announced = (
+            TRAIN
+            if outcome is None
+            else json.dumps({"status": outcome.status, "run_dir": str(outcome.run_dir), "detail": outcome.detail})
+        )
         self.store.set(DECISION_KEY, self.announced)
 
     def receive(self) -> RunOutcome | None:
@@ -91,8 +101,11 @@ class RankChannel:
         if self.store is None:
             return
         deadline = time.monotonic() + LINGER_SECONDS
-        while self.announced is not None and self.store.add(READ_KEY, 0) < self.place.world_size - 1 \
-                and time.monotonic() < deadline:
+        while (
+            self.announced is not None
+            and self.store.add(READ_KEY, 0) < self.place.world_size - 1
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.05)
         self.store = None
 

@@ -74,8 +74,9 @@ def execute_run(
         return train_and_record(run, run_dir, run_function)
 
 
-def train_as_another_rank(run: PlannedRun, rank: int, root: Path = RUN_STORE,
-                          run_function: str = DEFAULT_RUN_FUNCTION) -> RunOutcome:
+def train_as_another_rank(
+    run: PlannedRun, rank: int, root: Path = RUN_STORE, run_function: str = DEFAULT_RUN_FUNCTION
+) -> RunOutcome:
     """Rank ``rank`` > 0 of a run on several processes (a SLURM job's other tasks): train beside rank 0, which holds
     the claim (it said so: experiments.sweeps.rank_coordination) and records the result. Output:
     output-rank<rank>.log."""
@@ -115,9 +116,15 @@ def record_failure(run: PlannedRun, run_dir: Path, error: BaseException, started
     try:
         error_path = write_error(run_dir, run, error, started)
     except OSError as store_error:
-        return store_failure(run_dir, store_error, f"{type(error).__name__}: {error}; its error.json could not be written")
-    return RunOutcome("failed", run_dir, f"{type(error).__name__}: {error} ({error_path})",
-                      store_error=error if isinstance(error, OSError) else None)
+        return store_failure(
+            run_dir, store_error, f"{type(error).__name__}: {error}; its error.json could not be written"
+        )
+    return RunOutcome(
+        "failed",
+        run_dir,
+        f"{type(error).__name__}: {error} ({error_path})",
+        store_error=error if isinstance(error, OSError) else None,
+    )
 
 
 def store_failure(run_dir: Path, error: OSError, what: str) -> RunOutcome:

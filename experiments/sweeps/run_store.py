@@ -72,7 +72,13 @@ def claim_run(run_dir: Path, stale_after_seconds: float = DEFAULT_STALE_AFTER_SE
 def write_run_inputs(run_dir: Path, run: PlannedRun) -> None:
     """config.yaml and cell.json, written before the run function starts."""
     write_text_atomic(run_dir / CONFIG_FILE, config_yaml(run.config))
-    cell = {"artifact": run.artifact, "scale": run.scale, "run_id": run.run_id, "cell": run.cell, "overrides": run.overrides}
+    cell = {
+        "artifact": run.artifact,
+        "scale": run.scale,
+        "run_id": run.run_id,
+        "cell": run.cell,
+        "overrides": run.overrides,
+    }
     write_json(run_dir / CELL_FILE, cell)
 
 
@@ -99,7 +105,8 @@ def non_finite_problem(metrics: dict[str, float]) -> str | None:
     """Why the metrics' non-finite values make a result unsound: a metric is NaN or infinite while no mark explains
     it (NON_FINITE_MARKS or a ``*/out_of_memory`` metric at 1); None when every value is finite or explained."""
     explained = any(metrics.get(mark) == 1 for mark in NON_FINITE_MARKS) or any(
-        name.rsplit("/", 1)[-1] == OUT_OF_MEMORY_MARK and value == 1 for name, value in metrics.items())
+        name.rsplit("/", 1)[-1] == OUT_OF_MEMORY_MARK and value == 1 for name, value in metrics.items()
+    )
     non_finite = [(name, value) for name, value in metrics.items() if not math.isfinite(value)]
     if not non_finite or explained:
         return None
@@ -227,8 +234,9 @@ def check_result(result: dict, run_dir: Path) -> None:
     recorded = result.get(METRICS_LOG_BYTES)  # absent from results written before it was recorded: not checked
     if isinstance(recorded, int) and (size := file_size(run_dir / METRICS_FILE)) != recorded:
         found = "is missing" if size is None else f"has {size} bytes"
-        raise DamagedFile(f"its {METRICS_FILE} {found}, result.json recorded {recorded}: it changed after the run "
-                          "finished")
+        raise DamagedFile(
+            f"its {METRICS_FILE} {found}, result.json recorded {recorded}: it changed after the run finished"
+        )
 
 
 def check_cell(cell: dict, run_dir: Path) -> None:
@@ -300,8 +308,11 @@ def run_status(run_dir: Path, stale_after_seconds: float = DEFAULT_STALE_AFTER_S
 def damaged_files(run_dir: Path) -> list[Path]:
     """A file where the run directory should be, or the run's files moved aside as damaged (oldest first)."""
     if run_dir.exists() and not run_dir.is_dir():
-        warn_once(run_dir, f"{run_dir} is a file where a run directory should be; its run cannot be written until "
-                           "the file is moved away")
+        warn_once(
+            run_dir,
+            f"{run_dir} is a file where a run directory should be; its run cannot be written until "
+            "the file is moved away",
+        )
         return [run_dir]
     return sorted(run_dir.glob(f"*{DAMAGED_SUFFIX}*"))
 
@@ -313,10 +324,16 @@ def runs_frame(
     rows = []
     for run in runs:
         if run.unavailable is not None:
-            rows.append(run_row(run.scale, run.artifact, None, run.cell, "unavailable", None) | {"reason": run.unavailable})
+            rows.append(
+                run_row(run.scale, run.artifact, None, run.cell, "unavailable", None) | {"reason": run.unavailable}
+            )
         else:
             run_dir = run_directory(run, root)
-            rows.append(run_row(run.scale, run.artifact, run.run_id, run.cell, run_status(run_dir, stale_after_seconds), run_dir))
+            rows.append(
+                run_row(
+                    run.scale, run.artifact, run.run_id, run.cell, run_status(run_dir, stale_after_seconds), run_dir
+                )
+            )
     return frame(rows)
 
 

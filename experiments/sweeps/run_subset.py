@@ -42,5 +42,11 @@ def runs_where(runs: list[PlannedRun], where: dict[str, list[str]]) -> list[Plan
         for value in values:
             if not any(same_value(run.cell[key], value) for run in runs if key in run.cell):
                 raise ValueError(f"--where {key}={value}: no cell has that value; its values: {present}")
-    return [run for run in runs if all(key in run.cell and any(same_value(run.cell[key], value) for value in values)
-                                       for key, values in where.items())]
+    return [
+        run
+        for run in runs
+        if all(
+            key in run.cell and any(same_value(run.cell[key], value) for value in values)
+            for key, values in where.items()
+        )
+    ]

@@ -101,8 +101,11 @@ def final_states(job_ids: list[str]) -> dict[str, str]:
     if not job_ids:
         return {}
     arrays = sorted({job_id.split("_", 1)[0] for job_id in job_ids})
-    states = job_states(scheduler_output(["sacct", "--parsable2", "--allocations", "--format=JobID,State",
-                                          f"--jobs={','.join(arrays)}"]))
+    states = job_states(
+        scheduler_output(
+            ["sacct", "--parsable2", "--allocations", "--format=JobID,State", f"--jobs={','.join(arrays)}"]
+        )
+    )
     return {job_id: states[job_id] for job_id in job_ids if job_id in states}
 
 

@@ -73,7 +73,9 @@ def slurm_queue_settings(hydra_launcher: dict) -> dict:
         merged = OmegaConf.merge(OmegaConf.structured(SlurmQueueConf), given)
     except OmegaConfBaseException as error:
         valid = sorted(key for key in OmegaConf.structured(SlurmQueueConf).keys() if key != "_target_")
-        raise ValueError(f"launcher slurm: {str(error).splitlines()[0]}; valid keys of hydra.launcher: {valid}") from error
+        raise ValueError(
+            f"launcher slurm: {str(error).splitlines()[0]}; valid keys of hydra.launcher: {valid}"
+        ) from error
     return OmegaConf.to_container(merged, resolve=False)
 
 
@@ -86,8 +88,11 @@ def submitit_executor(hydra_launcher: dict, folder: Path, name: str):
     queue = slurm_queue_settings(hydra_launcher)
     shared = set(OmegaConf.structured(BaseQueueConf).keys())
     executor = submitit.AutoExecutor(folder=folder, cluster="slurm", slurm_max_num_timeout=queue.pop("max_num_timeout"))
-    parameters = {key if key in shared else f"slurm_{key}": value for key, value in queue.items()
-                  if key not in ("_target_", "submitit_folder", "name")}
+    parameters = {
+        key if key in shared else f"slurm_{key}": value
+        for key, value in queue.items()
+        if key not in ("_target_", "submitit_folder", "name")
+    }
     executor.update_parameters(**parameters, name=name)
     return executor
 
@@ -108,15 +113,24 @@ def repository_on_python_path() -> Iterator[None]:
             os.environ["PYTHONPATH"] = previous
 
 
-def run_on_slurm(runs: list[PlannedRun], queued: list[TrackedRun], hydra_launcher: dict, root: Path,
-                 run_function: str, stale_after_seconds: float, console: Console, wait: bool,
-                 poll_seconds: float = POLL_SECONDS) -> list[tuple[PlannedRun, RunOutcome]]:
+def run_on_slurm(
+    runs: list[PlannedRun],
+    queued: list[TrackedRun],
+    hydra_launcher: dict,
+    root: Path,
+    run_function: str,
+    stale_after_seconds: float,
+    console: Console,
+    wait: bool,
+    poll_seconds: float = POLL_SECONDS,
+) -> list[tuple[PlannedRun, RunOutcome]]:
     """Submit the runs that no live worker holds (those are "claimed": the sweep waits for their claims), then collect
     them and the ``queued`` ones as their jobs finish; without ``wait``, their outcome is QUEUED."""
     held = [run for run in runs if claim_is_live(run_directory(run, root), stale_after_seconds)]
     to_submit = [run for run in runs if run not in held]
-    tracked = queued + (submit(to_submit, hydra_launcher, root, run_function, stale_after_seconds, console)
-                        if to_submit else [])
+    tracked = queued + (
+        submit(to_submit, hydra_launcher, root, run_function, stale_after_seconds, console) if to_submit else []
+    )
     outcomes = [(run, skipped_outcome(run_directory(run, root))) for run in held]
     if not wait:
         return outcomes + queued_outcomes(tracked, root)
@@ -125,19 +139,31 @@ def run_on_slurm(runs: list[PlannedRun], queued: list[TrackedRun], hydra_launche
 
 def queued_outcomes(tracked: Sequence[TrackedRun], root: Path) -> list[tuple[PlannedRun, RunOutcome]]:
     """Runs left to their SLURM jobs, not collected: QUEUED, with the job's id and state."""
-    return [(item.run, RunOutcome(QUEUED, run_directory(item.run, root), f"SLURM job {item.job.job_id} {item.state}"))
-            for item in tracked]
+    return [
+        (item.run, RunOutcome(QUEUED, run_directory(item.run, root), f"SLURM job {item.job.job_id} {item.state}"))
+        for item in tracked
+    ]
 
 
 def print_submitted(console: Console, outcomes: list[tuple[PlannedRun, RunOutcome]], status_command: str) -> None:
     """The end of a sweep that does not wait: the runs it leaves to SLURM and the command that collects them."""
     queued = sum(outcome.status == QUEUED for _, outcome in outcomes)
-    console.print(f"{queued} runs queued or running as SLURM jobs; `{status_command}` collects them", soft_wrap=True,
-                  highlight=False, markup=False)
+    console.print(
+        f"{queued} runs queued or running as SLURM jobs; `{status_command}` collects them",
+        soft_wrap=True,
+        highlight=False,
+        markup=False,
+    )
 
 
-def submit(runs: list[PlannedRun], hydra_launcher: dict, root: Path, run_function: str, stale_after_seconds: float,
-           console: Console) -> list[TrackedRun]:
+def submit(
+    runs: list[PlannedRun],
+    hydra_launcher: dict,
+    root: Path,
+    run_function: str,
+    stale_after_seconds: float,
+    console: Console,
+) -> list[TrackedRun]:
     """One job array for the runs (run i is array element i), each run's job recorded in its run directory."""
     from experiments.sweeps.hydra_worker import slurm_array_element
 
@@ -146,11 +172,17 @@ def submit(runs: list[PlannedRun], hydra_launcher: dict, root: Path, run_functio
     executor = submitit_executor(hydra_launcher, launch_dir / ".submitit" / "%j", f"xlstm-suite-{runs[0].artifact}")
     with repository_on_python_path():
         jobs = executor.map_array(slurm_array_element, [str(manifest)] * len(runs), list(range(len(runs))))
-    tracked = [TrackedRun(run, record_job(run_directory(run, root), job.job_id, job.paths.folder))
-               for run, job in zip(runs, jobs)]
-    console.print(f"submitted {len(runs)} runs as SLURM job {tracked[0].job.array_job}"
-                  + (f" (an array of {len(runs)})" if len(runs) > 1 else "") + f"; logs in {launch_dir}",
-                  soft_wrap=True, highlight=False)
+    tracked = [
+        TrackedRun(run, record_job(run_directory(run, root), job.job_id, job.paths.folder))
+        for run, job in zip(runs, jobs)
+    ]
+    console.print(
+        f"submitted {len(runs)} runs as SLURM job {tracked[0].job.array_job}"
+        + (f" (an array of {len(runs)})" if len(runs) > 1 else "")
+        + f"; logs in {launch_dir}",
+        soft_wrap=True,
+        highlight=False,
+    )
     return tracked
 
 
@@ -160,46 +192,71 @@ def submit(runs: list[PlannedRun], hydra_launcher: dict, root: Path, run_functio
 def jobs_in_queue(runs: Sequence[PlannedRun], root: Path, console: Console) -> dict[str, TrackedRun]:
     """Run id -> its tracked run, for the runs whose recorded job is queued or running (one squeue call, only if a run
     records a job). Without squeue here (results copied off the cluster), none, and one line says so."""
-    recorded = {run.run_id: TrackedRun(run, job) for run in runs
-                if (job := recorded_job(run_directory(run, root))) is not None}
+    recorded = {
+        run.run_id: TrackedRun(run, job) for run in runs if (job := recorded_job(run_directory(run, root))) is not None
+    }
     if not recorded:
         return {}
     try:
         states = queued_or_running([tracked.job.job_id for tracked in recorded.values()])
     except SchedulerUnavailable as error:
-        console.print(f"[yellow]warning[/]: cannot ask SLURM whether the jobs of {len(recorded)} runs are still queued "
-                      f"({error}); treating them as ended", soft_wrap=True, highlight=False)
+        console.print(
+            f"[yellow]warning[/]: cannot ask SLURM whether the jobs of {len(recorded)} runs are still queued "
+            f"({error}); treating them as ended",
+            soft_wrap=True,
+            highlight=False,
+        )
         return {}
-    return {run_id: TrackedRun(tracked.run, tracked.job, states[tracked.job.job_id])
-            for run_id, tracked in recorded.items() if tracked.job.job_id in states}
+    return {
+        run_id: TrackedRun(tracked.run, tracked.job, states[tracked.job.job_id])
+        for run_id, tracked in recorded.items()
+        if tracked.job.job_id in states
+    }
 
 
 def print_queued(console: Console, queued: dict[str, TrackedRun], status_command: str) -> None:
     if not queued:
         return
     states = ", ".join(f"{tracked.job.job_id} {tracked.state}" for tracked in queued.values())
-    console.print(f"{len(queued)} runs queued or running as SLURM jobs ({states}): not submitted again; "
-                  f"`{status_command}` collects them", soft_wrap=True, highlight=False, markup=False)
+    console.print(
+        f"{len(queued)} runs queued or running as SLURM jobs ({states}): not submitted again; "
+        f"`{status_command}` collects them",
+        soft_wrap=True,
+        highlight=False,
+        markup=False,
+    )
 
 
 # --- waiting and collecting -----------------------------------------------------------------------------------------
 
 
-def wait_for_jobs(tracked: list[TrackedRun], root: Path, stale_after_seconds: float, console: Console,
-                  poll_seconds: float = POLL_SECONDS) -> list[tuple[PlannedRun, RunOutcome]]:
+def wait_for_jobs(
+    tracked: list[TrackedRun],
+    root: Path,
+    stale_after_seconds: float,
+    console: Console,
+    poll_seconds: float = POLL_SECONDS,
+) -> list[tuple[PlannedRun, RunOutcome]]:
     """Collect each run as its job finishes, in the order they finish; a failed job does not stop the wait."""
     waiting = {item.run.run_id: item for item in tracked}
     outcomes = []
     arrays = sorted({item.job.array_job for item in tracked})
-    console.print(f"waiting for {len(waiting)} SLURM jobs (job {', '.join(arrays)}); Ctrl-C stops waiting, the jobs "
-                  "stay queued", soft_wrap=True, highlight=False)
+    console.print(
+        f"waiting for {len(waiting)} SLURM jobs (job {', '.join(arrays)}); Ctrl-C stops waiting, the jobs stay queued",
+        soft_wrap=True,
+        highlight=False,
+    )
     while waiting:
         collected = collect(list(waiting.values()), root, stale_after_seconds)
         for run, outcome in collected:
             del waiting[run.run_id]
             outcomes.append((run, outcome))
-            console.print(f"  {outcome.status}: {run.label}" + (f": {outcome.detail}" if outcome.detail else ""),
-                          soft_wrap=True, highlight=False, markup=False)
+            console.print(
+                f"  {outcome.status}: {run.label}" + (f": {outcome.detail}" if outcome.detail else ""),
+                soft_wrap=True,
+                highlight=False,
+                markup=False,
+            )
         if waiting:
             time.sleep(poll_seconds)
     return outcomes
@@ -223,8 +280,9 @@ def collect(tracked: list[TrackedRun], root: Path, stale_after_seconds: float) -
         if (result := finished_result(run_dir)) is not None:
             collected.append((item.run, RunOutcome("done", run_dir, divergence_note(result.get("metrics", {})))))
         elif item.job.job_id not in live:
-            collected.append((item.run, ended_outcome(run_dir, item.job, states.get(item.job.job_id),
-                                                      stale_after_seconds)))
+            collected.append(
+                (item.run, ended_outcome(run_dir, item.job, states.get(item.job.job_id), stale_after_seconds))
+            )
     return collected
 
 
@@ -235,8 +293,11 @@ def ended_outcome(run_dir: Path, job: SubmittedJob, state: str | None, stale_aft
         return skipped_outcome(run_dir)
     failure = failure_message(run_dir) if written_since(run_dir / ERROR_FILE, job.submitted) else None
     ended = f"SLURM job {job.job_id} ended {state or '(sacct does not know it)'}"
-    return RunOutcome("failed", run_dir, f"{failure}; {ended}" if failure else
-                      f"{ended} without result.json or error.json; logs in {job.logs}")
+    return RunOutcome(
+        "failed",
+        run_dir,
+        f"{failure}; {ended}" if failure else f"{ended} without result.json or error.json; logs in {job.logs}",
+    )
 
 
 def written_since(path: Path, time_text: str) -> bool:

@@ -39,7 +39,7 @@ COLUMNS = ["runs", "done", "committed", "diverged", "failed", "running", "damage
 ALWAYS_SHOWN = ("runs", "done", "missing")  # the others appear when a row has one
 COLUMN_NOTES = {
     "committed": "done runs whose results a committed .runs.csv beside a report holds (the run store lacks them; "
-                 "report regenerates from them, a sweep would train them)",
+    "report regenerates from them, a sweep would train them)",
     "diverged": "done runs whose training loss turned non-finite (their metrics are NaN, as the paper prints)",
     "failed": "runs whose last attempt failed (error.json)",
     "running": "runs another worker holds",
@@ -47,7 +47,7 @@ COLUMN_NOTES = {
     "missing": "planned runs not done (failed, running, damaged and n/a ones included)",
     "n/a": "not available, the model is not in the registry yet",
     "other": "runs of other configs in the store or in committed results (older configs, or sweeps with extra "
-             "overrides, e.g. the committed mini language-model reports' task=offline_docs)",
+    "overrides, e.g. the committed mini language-model reports' task=offline_docs)",
 }
 RUNS_SUFFIX = ".runs.csv"  # per-run results committed beside a report (experiments.reports.committed_runs)
 
@@ -80,8 +80,9 @@ def list_artifacts(
             runs = runs_matching(planned, where) if where else planned
             if not runs:
                 continue
-            counts, damage = status_counts(artifact.name, scale, runs, root, stale_after_seconds, reports,
-                                           {run.run_id for run in planned})
+            counts, damage = status_counts(
+                artifact.name, scale, runs, root, stale_after_seconds, reports, {run.run_id for run in planned}
+            )
             rows.append((name, scale, counts))
             damaged += damage
     if where and not any(counts for _, _, counts in rows):
@@ -93,9 +94,14 @@ def list_artifacts(
 
 def list_table(root: Path, rows: list[tuple[str, str, dict[str, int] | None]]) -> Table:
     """The rows, each artifact's name on its first row only, no name wrapped, the columns that hold a count."""
-    shown = [column for column in COLUMNS
-             if column in ALWAYS_SHOWN or any(counts and counts[column] for _, _, counts in rows)]
-    table = Table(title=f"Run store {root}", box=box.SIMPLE_HEAD, padding=0, show_edge=False)  # one space between columns
+    shown = [
+        column
+        for column in COLUMNS
+        if column in ALWAYS_SHOWN or any(counts and counts[column] for _, _, counts in rows)
+    ]
+    table = Table(
+        title=f"Run store {root}", box=box.SIMPLE_HEAD, padding=0, show_edge=False
+    )  # one space between columns
     table.add_column("artifact", no_wrap=True)
     table.add_column("scale", no_wrap=True)
     for column in shown:
@@ -116,8 +122,14 @@ def column_notes(table: Table) -> str:
 
 def runs_matching(runs: list[PlannedRun], where: Mapping[str, list[str]]) -> list[PlannedRun]:
     """The runs whose cells have every key of ``where`` at one of its values (an artifact without the key: none)."""
-    return [run for run in runs if all(key in run.cell and any(same_value(run.cell[key], value) for value in values)
-                                       for key, values in where.items())]
+    return [
+        run
+        for run in runs
+        if all(
+            key in run.cell and any(same_value(run.cell[key], value) for value in values)
+            for key, values in where.items()
+        )
+    ]
 
 
 def committed_done_ids(reports: Path, scale: str, artifact: str) -> set[str]:
@@ -148,8 +160,15 @@ def load_artifacts(names: Sequence[str]) -> tuple[dict[str, Artifact | None], li
     return loaded, bad_files
 
 
-def status_counts(artifact: str, scale: str, runs: list[PlannedRun], root: Path, stale_after_seconds: float,
-                  reports: Path, planned_ids: set[str]) -> tuple[dict[str, int], list[str]]:
+def status_counts(
+    artifact: str,
+    scale: str,
+    runs: list[PlannedRun],
+    root: Path,
+    stale_after_seconds: float,
+    reports: Path,
+    planned_ids: set[str],
+) -> tuple[dict[str, int], list[str]]:
     """The counts of one row of ``list`` (``runs``: the row's; ``planned_ids``: every planned run's, whatever the
     row's ``--where``: "other" counts the runs of other configs), and what is damaged in its runs."""
     planned = runs_frame(runs, root, stale_after_seconds)
@@ -177,15 +196,24 @@ def status_counts(artifact: str, scale: str, runs: list[PlannedRun], root: Path,
 
 
 def print_plan(
-    console: Console, artifact: Artifact, scale: str, runs: list[PlannedRun], root: Path, stale_after_seconds: float,
-    verbose: bool = False, accelerator: Accelerator = Accelerator(), overrides: Sequence[str] = (),
+    console: Console,
+    artifact: Artifact,
+    scale: str,
+    runs: list[PlannedRun],
+    root: Path,
+    stale_after_seconds: float,
+    verbose: bool = False,
+    accelerator: Accelerator = Accelerator(),
+    overrides: Sequence[str] = (),
 ) -> None:
     """The dry run: one row per reported cell (e.g. model and task; the keys the selection chooses or averages over
     are summed), the counts, and an estimate of the compute still to spend (tokens, FLOPs, GPU-hours on
     ``accelerator``); ``verbose`` lists every run first, each with its own estimate. ``overrides``: the user's, for
     the command that makes an evaluating artifact's training runs."""
     statuses = [planned_status(run, root, stale_after_seconds) for run in runs]
-    computes = [run_compute(run.container) if status != "not available" else None for run, status in zip(runs, statuses)]
+    computes = [
+        run_compute(run.container) if status != "not available" else None for run, status in zip(runs, statuses)
+    ]
     if verbose:
         console.print(runs_table(artifact, scale, runs, statuses, computes, accelerator))
     console.print(plan_summary_table(artifact, scale, runs, statuses, computes))
@@ -199,12 +227,20 @@ def print_plan(
     to_run = [compute for compute, status in zip(computes, statuses) if status in TO_RUN]
     console.print(estimate_text(to_run, accelerator), highlight=False)
     if any(run.trained_by is not None for run in runs):
-        print_training_runs(console, runs, statuses, root, stale_after_seconds, overrides,
-                            artifact.evaluates_of(scale).get("where"))
+        print_training_runs(
+            console, runs, statuses, root, stale_after_seconds, overrides, artifact.evaluates_of(scale).get("where")
+        )
 
 
-def print_training_runs(console: Console, runs: list[PlannedRun], statuses: list[str], root: Path,
-                        stale_after_seconds: float, overrides: Sequence[str] = (), where: Mapping | None = None) -> None:
+def print_training_runs(
+    console: Console,
+    runs: list[PlannedRun],
+    statuses: list[str],
+    root: Path,
+    stale_after_seconds: float,
+    overrides: Sequence[str] = (),
+    where: Mapping | None = None,
+) -> None:
     """An evaluating artifact's runs, each with the training run whose checkpoint it loads and that run's status,
     then the command that makes the training runs not done, only those its ``evaluates.where`` names (a sweep holds
     their evaluation runs back until then)."""
@@ -212,41 +248,65 @@ def print_training_runs(console: Console, runs: list[PlannedRun], statuses: list
     training_statuses = {training.run_id: planned_status(training, root, stale_after_seconds) for training in trained}
     not_done = sum(status != "done" for status in training_statuses.values())
     if all(run.config is not None and run.config.evaluate.checkpoint == INITIAL for run in runs):
-        console.print(f"Evaluation-only runs at the initial weights of these training runs' models (checkpoint "
-                      f"initial: the {len(training_statuses)} training runs need not be done):", highlight=False,
-                      soft_wrap=True)
+        console.print(
+            f"Evaluation-only runs at the initial weights of these training runs' models (checkpoint "
+            f"initial: the {len(training_statuses)} training runs need not be done):",
+            highlight=False,
+            soft_wrap=True,
+        )
         trained_statuses = dict.fromkeys(training_statuses, "not needed")
         for run, status, training in zip(runs, statuses, trained):
             print_evaluation_run(console, run, status, training, trained_statuses)
         return
-    console.print(f"Evaluation-only runs: each loads a training run's checkpoint ({len(training_statuses)} training "
-                  f"runs, {not_done} of them not done):", highlight=False, soft_wrap=True)
+    console.print(
+        f"Evaluation-only runs: each loads a training run's checkpoint ({len(training_statuses)} training "
+        f"runs, {not_done} of them not done):",
+        highlight=False,
+        soft_wrap=True,
+    )
     for run, status, training in zip(runs, statuses, trained):
         print_evaluation_run(console, run, status, training, training_statuses)
-    missing = sorted({(training.artifact, training.scale) for training in trained
-                      if training_statuses[training.run_id] != "done"})
+    missing = sorted(
+        {(training.artifact, training.scale) for training in trained if training_statuses[training.run_id] != "done"}
+    )
     if missing:
         commands = " and ".join(f"`{training_sweep_command(name, scale, overrides, where)}`" for name, scale in missing)
-        console.print(f"The evaluation runs of training runs not done wait (a sweep runs them once those are done): "
-                      f"make those with {commands}", highlight=False, soft_wrap=True, markup=False)
+        console.print(
+            f"The evaluation runs of training runs not done wait (a sweep runs them once those are done): "
+            f"make those with {commands}",
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+        )
 
 
-def print_evaluation_run(console: Console, run: PlannedRun, status: str, training: PlannedRun,
-                         training_statuses: dict[str, str]) -> None:
+def print_evaluation_run(
+    console: Console, run: PlannedRun, status: str, training: PlannedRun, training_statuses: dict[str, str]
+) -> None:
     """One evaluation run: its id, status and the cell values it replaces, then the training run it takes."""
     replaced = " ".join(f"{key}={run.cell[key]}" for key in run.cell if run.cell[key] != training.cell.get(key))
-    console.print(f"  {run.run_id or '-'} [{status}] {replaced} <- {training.artifact} ({training.scale}) "
-                  f"{training.run_id or '-'} [{training_statuses[training.run_id]}] {training.label}",
-                  highlight=False, soft_wrap=True, markup=False)
+    console.print(
+        f"  {run.run_id or '-'} [{status}] {replaced} <- {training.artifact} ({training.scale}) "
+        f"{training.run_id or '-'} [{training_statuses[training.run_id]}] {training.label}",
+        highlight=False,
+        soft_wrap=True,
+        markup=False,
+    )
 
 
 TO_RUN = ("pending", "failed", "damaged")  # what a sweep would run
 PLAN_COLUMNS = ["runs", "done", "missing", "failed", "running", "damaged", "n/a"]  # missing as in `list`: not done
-SHOWN_IF_ANY = ("failed", "running", "damaged", "n/a")  # a column of zeros is left out (the totals line below names every count)
+SHOWN_IF_ANY = (
+    "failed",
+    "running",
+    "damaged",
+    "n/a",
+)  # a column of zeros is left out (the totals line below names every count)
 
 
-def plan_summary_table(artifact: Artifact, scale: str, runs: list[PlannedRun], statuses: list[str],
-                       computes: list[RunCompute | None]) -> Table:
+def plan_summary_table(
+    artifact: Artifact, scale: str, runs: list[PlannedRun], statuses: list[str], computes: list[RunCompute | None]
+) -> Table:
     """Run counts and training tokens still to spend per group of runs that differ only in the selection's keys."""
     summed = {*artifact.selection.get("choose", []), *artifact.selection.get("average", [])}
     keys = [key for key in cell_keys(runs) if key not in summed]
@@ -254,9 +314,17 @@ def plan_summary_table(artifact: Artifact, scale: str, runs: list[PlannedRun], s
     for run, status, compute in zip(runs, statuses, computes):
         groups.setdefault(tuple(cell_text(run, key) for key in keys), []).append((run, status, compute))
     rows = [(values, plan_counts(members), pending_tokens(members)) for values, members in groups.items()]
-    columns = [column for column in PLAN_COLUMNS if column not in SHOWN_IF_ANY or any(counts[column] for _, counts, _ in rows)]
-    table = Table(title=f"{artifact.name} ({scale}): {title_of(artifact, runs)}", caption=plan_caption(summed),
-                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
+    columns = [
+        column for column in PLAN_COLUMNS if column not in SHOWN_IF_ANY or any(counts[column] for _, counts, _ in rows)
+    ]
+    table = Table(
+        title=f"{artifact.name} ({scale}): {title_of(artifact, runs)}",
+        caption=plan_caption(summed),
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        show_edge=False,
+        collapse_padding=True,
+    )
     for index, key in enumerate(keys):  # a long key (a model option) folds, its values stay whole
         table.add_column(key, overflow="fold", min_width=max((len(values[index]) for values, _, _ in rows), default=0))
     for column in [*columns, "tokens"]:
@@ -291,14 +359,28 @@ def plan_caption(summed: set[str]) -> str:
     return f"{rows}missing: not done; tokens: training tokens of the runs a sweep would run; --verbose lists every run"
 
 
-def runs_table(artifact: Artifact, scale: str, runs: list[PlannedRun], statuses: list[str],
-               computes: list[RunCompute | None], accelerator: Accelerator) -> Table:
+def runs_table(
+    artifact: Artifact,
+    scale: str,
+    runs: list[PlannedRun],
+    statuses: list[str],
+    computes: list[RunCompute | None],
+    accelerator: Accelerator,
+) -> Table:
     """Every run with its id, status and its own estimate (whatever its status; the totals count only what a sweep
     would run)."""
-    caption = (f"tokens: training tokens (an evaluation-only run: the tokens it evaluates, forward only); "
-               f"GPU-h: on {accelerator.describe()}")
-    table = Table(title=f"{artifact.name} ({scale}): every run", caption=caption,
-                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
+    caption = (
+        f"tokens: training tokens (an evaluation-only run: the tokens it evaluates, forward only); "
+        f"GPU-h: on {accelerator.describe()}"
+    )
+    table = Table(
+        title=f"{artifact.name} ({scale}): every run",
+        caption=caption,
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        show_edge=False,
+        collapse_padding=True,
+    )
     keys = cell_keys(runs)
     for key in keys:
         table.add_column(key)
@@ -307,8 +389,9 @@ def runs_table(artifact: Artifact, scale: str, runs: list[PlannedRun], statuses:
     for column in ("tokens", "FLOPs", "GPU-h"):
         table.add_column(column, justify="right", no_wrap=True)
     for run, status, compute in zip(runs, statuses, computes):
-        table.add_row(*(cell_text(run, key) for key in keys), run.run_id or "-", status,
-                      *compute_cells(compute, accelerator))
+        table.add_row(
+            *(cell_text(run, key) for key in keys), run.run_id or "-", status, *compute_cells(compute, accelerator)
+        )
     return table
 
 
@@ -333,8 +416,13 @@ def planned_status(run: PlannedRun, root: Path, stale_after_seconds: float) -> s
 
 
 def print_summary(
-    console: Console, artifact: Artifact, scale: str, runs: list[PlannedRun], outcomes: list[tuple[PlannedRun, RunOutcome]],
-    not_started: list[PlannedRun] = (), waiting: Sequence[str] = (),
+    console: Console,
+    artifact: Artifact,
+    scale: str,
+    runs: list[PlannedRun],
+    outcomes: list[tuple[PlannedRun, RunOutcome]],
+    not_started: list[PlannedRun] = (),
+    waiting: Sequence[str] = (),
 ) -> None:
     """``waiting``: the ids of the evaluation runs held back until their training runs are done."""
     by_status: dict[str, list[tuple[PlannedRun, RunOutcome]]] = {}
@@ -377,7 +465,13 @@ class SweepProgress(Progress):
     """A progress bar with done / failed / remaining counts and, below it, the runs in flight."""
 
     def __init__(self, total: int, console: Console) -> None:
-        columns = (TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[counts]}"), TimeElapsedColumn())
+        columns = (
+            TextColumn("sweep"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[counts]}"),
+            TimeElapsedColumn(),
+        )
         self.total = total
         self.counts: Counter = Counter()
         self.in_flight: dict[str, str] = {}
@@ -408,10 +502,17 @@ class SweepProgress(Progress):
 
 
 def add_list_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("artifacts", nargs="*", metavar="ARTIFACT", help=f"artifacts to list (default: all of {known_artifacts()})")
+    parser.add_argument(
+        "artifacts", nargs="*", metavar="ARTIFACT", help=f"artifacts to list (default: all of {known_artifacts()})"
+    )
     parser.add_argument("--scale", action="append", choices=SCALES, help="a scale to list (repeatable; default: all)")
-    parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
-                        help="only the runs whose cell has KEY=VALUE (repeatable; a key given twice takes either value)")
+    parser.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only the runs whose cell has KEY=VALUE (repeatable; a key given twice takes either value)",
+    )
     parser.add_argument("--root", type=Path, default=RUN_STORE, help=argparse.SUPPRESS)
 
 

@@ -89,17 +89,38 @@ def run_sweep(
     console = console or Console()
     with stop_signals_raise():
         try:
-            return plan_and_run(artifact, scale, launcher, jobs, dry_run, verbose, overrides, run_function, root,
-                                stale_after_seconds, console, accelerator, where, wait, poll_seconds)
+            return plan_and_run(
+                artifact,
+                scale,
+                launcher,
+                jobs,
+                dry_run,
+                verbose,
+                overrides,
+                run_function,
+                root,
+                stale_after_seconds,
+                console,
+                accelerator,
+                where,
+                wait,
+                poll_seconds,
+            )
         except Stopped as stopped:
             if launcher == "slurm":
-                console.print(f"[yellow]stopped by {stopped.name}[/]: stopped waiting; the submitted SLURM jobs stay "
-                              f"queued or running, `{status_command_line(artifact, scale, overrides, where)}` collects "
-                              "them, and a rerun of this sweep submits none of them again", soft_wrap=True)
+                console.print(
+                    f"[yellow]stopped by {stopped.name}[/]: stopped waiting; the submitted SLURM jobs stay "
+                    f"queued or running, `{status_command_line(artifact, scale, overrides, where)}` collects "
+                    "them, and a rerun of this sweep submits none of them again",
+                    soft_wrap=True,
+                )
             else:
-                console.print(f"[yellow]stopped by {stopped.name}[/]: the runs in flight recorded it in their "
-                              "error.json and resume from their last checkpoints; rerun the same command to continue, "
-                              "finished runs are kept", soft_wrap=True)
+                console.print(
+                    f"[yellow]stopped by {stopped.name}[/]: the runs in flight recorded it in their "
+                    "error.json and resume from their last checkpoints; rerun the same command to continue, "
+                    "finished runs are kept",
+                    soft_wrap=True,
+                )
             return stopped.exit_code
 
 
@@ -107,14 +128,35 @@ def status_command_line(artifact: str | Artifact, scale: str, overrides: Sequenc
     """The `xlstm-suite status` command of a sweep (its runs' jobs, collected)."""
     name = artifact.name if isinstance(artifact, Artifact) else artifact
     runs_overrides = [override for override in overrides if not override.startswith(LAUNCHER_OVERRIDE)]
-    return " ".join(["xlstm-suite status", name, "--scale", scale, *(f"--where {shlex.quote(pair)}" for pair in where),
-                     *map(shlex.quote, runs_overrides)])
+    return " ".join(
+        [
+            "xlstm-suite status",
+            name,
+            "--scale",
+            scale,
+            *(f"--where {shlex.quote(pair)}" for pair in where),
+            *map(shlex.quote, runs_overrides),
+        ]
+    )
 
 
-def plan_and_run(artifact: str | Artifact, scale: str, launcher: str, jobs: int | None, dry_run: bool, verbose: bool,
-                 overrides: Sequence[str], run_function: str, root: Path, stale_after_seconds: float, console: Console,
-                 accelerator: Accelerator, where: Sequence[str], wait: bool = True,
-                 poll_seconds: float = POLL_SECONDS) -> int:
+def plan_and_run(
+    artifact: str | Artifact,
+    scale: str,
+    launcher: str,
+    jobs: int | None,
+    dry_run: bool,
+    verbose: bool,
+    overrides: Sequence[str],
+    run_function: str,
+    root: Path,
+    stale_after_seconds: float,
+    console: Console,
+    accelerator: Accelerator,
+    where: Sequence[str],
+    wait: bool = True,
+    poll_seconds: float = POLL_SECONDS,
+) -> int:
     """run_sweep's work."""
     root = checked_folder(root, "--root")
     artifact = artifact if isinstance(artifact, Artifact) else load_artifact(artifact)
@@ -143,10 +185,13 @@ def plan_and_run(artifact: str | Artifact, scale: str, launcher: str, jobs: int 
     pending = [run for run in pending if run.run_id not in waiting]
     queued = jobs_in_queue(pending, root, console)  # submitted before and still queued or running: never again
     pending = [run for run in pending if run.run_id not in queued]
-    console.print(f"[bold]{artifact.name}[/] ({scale}): {len(runs)} runs planned"
-                  + (f" (--where: {len(runs)} of the grid's {grid_size})" if subset else "") + f", {len(pending)} to run"
-                  + (f", {len(waiting)} waiting for their training runs" if waiting else "")
-                  + (f", {len(queued)} queued or running as SLURM jobs" if queued else ""))
+    console.print(
+        f"[bold]{artifact.name}[/] ({scale}): {len(runs)} runs planned"
+        + (f" (--where: {len(runs)} of the grid's {grid_size})" if subset else "")
+        + f", {len(pending)} to run"
+        + (f", {len(waiting)} waiting for their training runs" if waiting else "")
+        + (f", {len(queued)} queued or running as SLURM jobs" if queued else "")
+    )
     print_waiting(console, waiting)
     print_queued(console, queued, status)
     if pending:
@@ -154,8 +199,17 @@ def plan_and_run(artifact: str | Artifact, scale: str, launcher: str, jobs: int 
 
     def launch(batch: list[PlannedRun], queued_jobs: Sequence[TrackedRun] = ()) -> list[tuple[PlannedRun, RunOutcome]]:
         if is_slurm(hydra_launcher):
-            return run_on_slurm(batch, list(queued_jobs), hydra_launcher, root, run_function, stale_after_seconds,
-                                console, wait, poll_seconds)
+            return run_on_slurm(
+                batch,
+                list(queued_jobs),
+                hydra_launcher,
+                root,
+                run_function,
+                stale_after_seconds,
+                console,
+                wait,
+                poll_seconds,
+            )
         if hydra_launcher is not None:
             outcomes = run_with_submitit(batch, hydra_launcher, root, run_function, stale_after_seconds, console)
         else:
@@ -167,9 +221,11 @@ def plan_and_run(artifact: str | Artifact, scale: str, launcher: str, jobs: int 
         freed = wait_for_claims(claimed, root, stale_after_seconds, console)
         freed_ids = {run.run_id for run in freed}
         rerun = [run for run in freed if finished_result(run_directory(run, root)) is None]  # not done by its holder
-        outcomes = [(run, outcome) for run, outcome in outcomes if run.run_id not in freed_ids] + [
-            (run, RunOutcome("already done", run_directory(run, root))) for run in freed if run not in rerun
-        ] + launch(rerun)
+        outcomes = (
+            [(run, outcome) for run, outcome in outcomes if run.run_id not in freed_ids]
+            + [(run, RunOutcome("already done", run_directory(run, root))) for run in freed if run not in rerun]
+            + launch(rerun)
+        )
     if is_slurm(hydra_launcher) and not wait:
         print_submitted(console, outcomes, status)
         return 0
@@ -178,14 +234,17 @@ def plan_and_run(artifact: str | Artifact, scale: str, launcher: str, jobs: int 
     print_summary(console, artifact, scale, runs, outcomes, not_started, waiting=list(waiting))
     if not_started:
         fault = next(outcome.store_error for _, outcome in outcomes if outcome.stops_the_sweep)
-        console.print(f"[red]stopped[/]: the run store cannot be written ({describe_os_error(fault)}); "
-                      f"{len(not_started)} runs not started. Free space or make it writable, then rerun the same command.",
-                      soft_wrap=True)
+        console.print(
+            f"[red]stopped[/]: the run store cannot be written ({describe_os_error(fault)}); "
+            f"{len(not_started)} runs not started. Free space or make it writable, then rerun the same command.",
+            soft_wrap=True,
+        )
     return 1 if not_started or any(outcome.status == "failed" for _, outcome in outcomes) else 0
 
 
-def waiting_for_training(runs: list[PlannedRun], root: Path, overrides: Sequence[str] = (),
-                         where: Mapping | None = None) -> dict[str, tuple[str, str]]:
+def waiting_for_training(
+    runs: list[PlannedRun], root: Path, overrides: Sequence[str] = (), where: Mapping | None = None
+) -> dict[str, tuple[str, str]]:
     """Run id -> (why its training run is not ready, the command that makes it, with the sweep's ``overrides`` and
     the artifact's ``evaluates.where``), for the evaluation runs among ``runs`` that must wait: neither run nor
     failed, a later sweep runs them once their training runs are done."""
@@ -194,7 +253,10 @@ def waiting_for_training(runs: list[PlannedRun], root: Path, overrides: Sequence
         evaluate = run.config.get("evaluate")
         problem = training_run_problem(evaluate, root) if evaluate is not None else None
         if problem:
-            waiting[run.run_id] = problem, training_sweep_command(evaluate["artifact"], evaluate["scale"], overrides, where)
+            waiting[run.run_id] = (
+                problem,
+                training_sweep_command(evaluate["artifact"], evaluate["scale"], overrides, where),
+            )
     return waiting
 
 
@@ -205,8 +267,13 @@ def print_waiting(console: Console, waiting: dict[str, tuple[str, str]]) -> None
         console.print(f"  waiting: {problem}", highlight=False, soft_wrap=True, markup=False)
     if waiting:
         commands = " and ".join(f"`{command}`" for command in sorted({command for _, command in waiting.values()}))
-        console.print(f"{len(waiting)} evaluation runs wait for {len(problems)} training runs: make them with "
-                      f"{commands}, then rerun this sweep", highlight=False, soft_wrap=True, markup=False)
+        console.print(
+            f"{len(waiting)} evaluation runs wait for {len(problems)} training runs: make them with "
+            f"{commands}, then rerun this sweep",
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+        )
 
 
 class StoreNotWritable(Exception):
@@ -223,14 +290,19 @@ def check_store_writable(root: Path) -> None:
         raise StoreNotWritable(f"the run store {root} cannot be written: {describe_os_error(error)}") from error
 
 
-def wait_for_claims(claimed: list[PlannedRun], root: Path, stale_after_seconds: float, console: Console) -> list[PlannedRun]:
+def wait_for_claims(
+    claimed: list[PlannedRun], root: Path, stale_after_seconds: float, console: Console
+) -> list[PlannedRun]:
     """Wait while other workers hold these runs; return those whose claim is released or stale (its holder died, or
     its heartbeat stopped), to be run or skipped as the store then says. A live holder's heartbeat keeps us waiting."""
     poll_seconds = min(5.0, stale_after_seconds / 5)
     details = {skipped_outcome(run_directory(run, root)).detail for run in claimed}
     holders = ", ".join(sorted(detail for detail in details if detail))  # a claim released meanwhile has none
-    console.print(f"waiting for {len(claimed)} runs that other workers hold ({holders}); Ctrl-C stops waiting, "
-                  "the runs stay theirs", soft_wrap=True)
+    console.print(
+        f"waiting for {len(claimed)} runs that other workers hold ({holders}); Ctrl-C stops waiting, "
+        "the runs stay theirs",
+        soft_wrap=True,
+    )
     while True:
         freed = [run for run in claimed if not claim_is_live(run_directory(run, root), stale_after_seconds)]
         if freed:
@@ -253,14 +325,18 @@ def load_launcher(name: str, overrides: Sequence[str] = ()) -> dict:
     launcher = OmegaConf.to_container(load_yaml(CONFIGS / "launcher" / f"{name}.yaml"), resolve=False)
     target = launcher.get("hydra_launcher", {}).get("_target_", "SlurmLauncher")
     if target.rsplit(".", 1)[-1] not in HYDRA_LAUNCHERS:
-        raise ValueError(f"launcher {name!r}: unknown Hydra launcher {target!r}; valid classes: {sorted(HYDRA_LAUNCHERS)}")
+        raise ValueError(
+            f"launcher {name!r}: unknown Hydra launcher {target!r}; valid classes: {sorted(HYDRA_LAUNCHERS)}"
+        )
     if overrides:
         if "hydra_launcher" not in launcher:
-            raise ValueError(f"launcher {name!r} is not a submitit launcher; {list(overrides)} apply to slurm or "
-                             "submitit_local only")
+            raise ValueError(
+                f"launcher {name!r} is not a submitit launcher; {list(overrides)} apply to slurm or submitit_local only"
+            )
         changes = OmegaConf.from_dotlist([override.removeprefix(LAUNCHER_OVERRIDE) for override in overrides])
         launcher["hydra_launcher"] = OmegaConf.to_container(
-            OmegaConf.merge(launcher["hydra_launcher"], changes), resolve=False)
+            OmegaConf.merge(launcher["hydra_launcher"], changes), resolve=False
+        )
     return launcher
 
 
@@ -272,8 +348,9 @@ def check_jobs(jobs: int, console: Console) -> int:
     # the cores this process may use: a SLURM job or a container may have fewer than the machine (Linux tells)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     if jobs > cores:
-        console.print(f"--jobs {jobs} is more than the {cores} CPU cores here: running {cores} workers at a time",
-                      highlight=False)
+        console.print(
+            f"--jobs {jobs} is more than the {cores} CPU cores here: running {cores} workers at a time", highlight=False
+        )
         return cores
     return jobs
 
@@ -293,16 +370,25 @@ def check_run_function(dotted_path: str) -> None:
 
 
 def run_with_submitit(
-    runs: list[PlannedRun], hydra_launcher: dict, root: Path, run_function: str, stale_after_seconds: float, console: Console
+    runs: list[PlannedRun],
+    hydra_launcher: dict,
+    root: Path,
+    run_function: str,
+    stale_after_seconds: float,
+    console: Console,
 ) -> list[tuple[PlannedRun, RunOutcome]]:
     """submitit_local: write a manifest, run the Hydra app in multirun mode (it waits for the array jobs), then read
     the store. A stop signal is forwarded to the Hydra app, and waited for."""
     if not runs:
         return []
     launch_dir = launch_directory(runs[0], root)
-    manifest_path = write_manifest(launch_dir / "manifest.json", Manifest(root, run_function, stale_after_seconds, runs))
+    manifest_path = write_manifest(
+        launch_dir / "manifest.json", Manifest(root, run_function, stale_after_seconds, runs)
+    )
     command = hydra_command(hydra_launcher, launch_dir, manifest_path, len(runs))
-    console.print(f"launching {len(runs)} array jobs through Hydra's submitit launcher; logs in {launch_dir}", soft_wrap=True)
+    console.print(
+        f"launching {len(runs)} array jobs through Hydra's submitit launcher; logs in {launch_dir}", soft_wrap=True
+    )
     with subprocess.Popen(command, cwd=REPOSITORY_ROOT, env=worker_environment()) as hydra:
         try:
             returncode = hydra.wait()
@@ -337,7 +423,9 @@ def worker_environment() -> dict[str, str]:
     return os.environ | {"PYTHONPATH": os.pathsep.join(paths)}
 
 
-def stored_outcome(run: PlannedRun, root: Path, launch_dir: Path, returncode: int, stale_after_seconds: float) -> RunOutcome:
+def stored_outcome(
+    run: PlannedRun, root: Path, launch_dir: Path, returncode: int, stale_after_seconds: float
+) -> RunOutcome:
     run_dir = run_directory(run, root)
     status = run_status(run_dir, stale_after_seconds)
     if status == "done":
@@ -347,7 +435,9 @@ def stored_outcome(run: PlannedRun, root: Path, launch_dir: Path, returncode: in
     if status == "failed":
         return RunOutcome("failed", run_dir, f"{failure_message(run_dir)} ({run_dir / ERROR_FILE})")
     return RunOutcome(
-        "failed", run_dir, f"its job ended without result.json or error.json (Hydra exit code {returncode}; logs in {launch_dir})"
+        "failed",
+        run_dir,
+        f"its job ended without result.json or error.json (Hydra exit code {returncode}; logs in {launch_dir})",
     )
 
 
@@ -360,24 +450,54 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("artifact", help=f"the paper artifact, one of {known_artifacts()}")
     add_scale_argument(parser)
     parser.add_argument("--launcher", default="local", help=f"one of {group_choices('launcher')} (configs/launcher/)")
-    parser.add_argument("--jobs", type=int, default=None, help="worker processes of the local launcher (default: its config)")
-    parser.add_argument("--dry-run", action="store_true", help="a summary per model and task of the runs, what is done and a compute estimate (tokens, FLOPs, GPU-hours); run nothing")
-    parser.add_argument("--verbose", action="store_true", help="with --dry-run: also list every run with its run id, status and estimate")
+    parser.add_argument(
+        "--jobs", type=int, default=None, help="worker processes of the local launcher (default: its config)"
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="a summary per model and task of the runs, what is done and a compute estimate (tokens, FLOPs, GPU-hours); run nothing",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="with --dry-run: also list every run with its run id, status and estimate",
+    )
     default = Accelerator()
-    parser.add_argument("--gpu-name", help="with --dry-run: the GPU the GPU-hours assume, by name (default: the device "
-                        f"measured in {MEASURED_THROUGHPUT.name} if it holds one, else {default.name}); a part of a "
-                        "measured device's name (H200) takes that device's measured MFU per model")
-    parser.add_argument("--gpu-tflops", type=float, help="with --dry-run: that GPU's dense peak in TFLOP/s (default: "
-                        f"the measured device's, else {default.peak_tflops:g}, an A100 in bf16)")
-    parser.add_argument("--utilization", type=float, help="with --dry-run: the fraction of the peak a run reaches (model "
-                        "FLOPs utilisation) for models without a measured one (default: "
-                        f"{default.utilization:g})")
-    parser.add_argument("--no-wait", dest="wait", action="store_false",
-                        help="with --launcher slurm: submit the jobs and exit; `xlstm-suite status` collects the runs, "
-                             "and a rerun of the sweep submits none of the queued ones again")
-    parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
-                        help="only the runs of the cells with this value of a cell key, e.g. model.embedding_dim=192 "
-                             "(repeat it: every key must match, a key given twice takes either value)")
+    parser.add_argument(
+        "--gpu-name",
+        help="with --dry-run: the GPU the GPU-hours assume, by name (default: the device "
+        f"measured in {MEASURED_THROUGHPUT.name} if it holds one, else {default.name}); a part of a "
+        "measured device's name (H200) takes that device's measured MFU per model",
+    )
+    parser.add_argument(
+        "--gpu-tflops",
+        type=float,
+        help="with --dry-run: that GPU's dense peak in TFLOP/s (default: "
+        f"the measured device's, else {default.peak_tflops:g}, an A100 in bf16)",
+    )
+    parser.add_argument(
+        "--utilization",
+        type=float,
+        help="with --dry-run: the fraction of the peak a run reaches (model "
+        "FLOPs utilisation) for models without a measured one (default: "
+        f"{default.utilization:g})",
+    )
+    parser.add_argument(
+        "--no-wait",
+        dest="wait",
+        action="store_false",
+        help="with --launcher slurm: submit the jobs and exit; `xlstm-suite status` collects the runs, "
+        "and a rerun of the sweep submits none of the queued ones again",
+    )
+    parser.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only the runs of the cells with this value of a cell key, e.g. model.embedding_dim=192 "
+        "(repeat it: every key must match, a key given twice takes either value)",
+    )
     parser.add_argument("--run-function", default=DEFAULT_RUN_FUNCTION, help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, default=RUN_STORE, help=argparse.SUPPRESS)
     parser.add_argument("--claim-timeout", type=float, default=DEFAULT_STALE_AFTER_SECONDS, help=argparse.SUPPRESS)

@@ -23,18 +23,33 @@ def training_directory(evaluate: Mapping, root: Path) -> Path:
 
 
 def named(evaluate: Mapping) -> str:
-    return (f"training run {evaluate['run_id']} of {evaluate['artifact']} ({evaluate['scale']} scale; cell "
-            f"{evaluate.get('cell', '')})")
+    return (
+        f"training run {evaluate['run_id']} of {evaluate['artifact']} ({evaluate['scale']} scale; cell "
+        f"{evaluate.get('cell', '')})"
+    )
 
 
-def training_sweep_command(artifact: str, scale: str, overrides: Sequence[str] = (), where: Mapping | None = None) -> str:
+def training_sweep_command(
+    artifact: str, scale: str, overrides: Sequence[str] = (), where: Mapping | None = None
+) -> str:
     """The sweep that makes an artifact's training runs, with the user's overrides that the evaluating sweep ran
     with (e.g. ``task=offline_docs``: without them, other training runs) and, as ``--where`` pairs, the evaluating
     artifact's ``evaluates.where``: only the runs it evaluates (a value list: each value, the pairs of a key OR)."""
-    pairs = [f"{key}={override_value(value)}" for key, values in (where or {}).items()
-             for value in (values if isinstance(values, list) else [values])]
-    return " ".join(["xlstm-suite sweep", artifact, "--scale", scale, *(shlex.quote(value) for value in overrides),
-                     *(f"--where {shlex.quote(pair)}" for pair in pairs)])
+    pairs = [
+        f"{key}={override_value(value)}"
+        for key, values in (where or {}).items()
+        for value in (values if isinstance(values, list) else [values])
+    ]
+    return " ".join(
+        [
+            "xlstm-suite sweep",
+            artifact,
+            "--scale",
+            scale,
+            *(shlex.quote(value) for value in overrides),
+            *(f"--where {shlex.quote(pair)}" for pair in pairs),
+        ]
+    )
 
 
 def evaluated_checkpoints(training_dir: Path, checkpoint: str) -> list[Path]:
@@ -56,7 +71,9 @@ def training_run_problem(evaluate: Mapping, root: Path) -> str | None:
         return f"{named(evaluate)} is not finished: {training_dir} holds no result.json"
     found = evaluated_checkpoints(training_dir, evaluate["checkpoint"])
     if len(found) != 1:
-        return (f"{named(evaluate)} has no single {evaluate['checkpoint']} checkpoint in {training_dir / CHECKPOINTS} "
-                f"(found {[path.name for path in found]}); it was trained with trainer.checkpoint=false, or its "
-                f"checkpoints were removed: remove {training_dir} and sweep {evaluate['artifact']} again")
+        return (
+            f"{named(evaluate)} has no single {evaluate['checkpoint']} checkpoint in {training_dir / CHECKPOINTS} "
+            f"(found {[path.name for path in found]}); it was trained with trainer.checkpoint=false, or its "
+            f"checkpoints were removed: remove {training_dir} and sweep {evaluate['artifact']} again"
+        )
     return None

@@ -68,8 +68,9 @@ class PeriodicLastCheckpoint(ModelCheckpoint):
     validation, counts that validation as done and skips it (a best checkpoint found there would be lost)."""
 
     def __init__(self, checkpoints: Path, every_steps: int) -> None:
-        super().__init__(dirpath=checkpoints, filename=Path(LAST).stem, enable_version_counter=False,
-                         every_n_train_steps=every_steps)
+        super().__init__(
+            dirpath=checkpoints, filename=Path(LAST).stem, enable_version_counter=False, every_n_train_steps=every_steps
+        )
 
     def on_train_batch_end(self, trainer, *args, **kwargs) -> None:
         if not validates_next(trainer):
@@ -189,8 +190,11 @@ def _best_checkpoint_names(checkpoint: dict) -> set[str]:
     """The file names of the best checkpoints the saved states of the monitoring checkpoint callbacks point at (the
     callbacks of last.ckpt monitor nothing; their "best" is last.ckpt itself)."""
     states = checkpoint.get("callbacks", {}).values()
-    return {Path(state["best_model_path"]).name for state in states
-            if isinstance(state, dict) and state.get("monitor") and state.get("best_model_path")}
+    return {
+        Path(state["best_model_path"]).name
+        for state in states
+        if isinstance(state, dict) and state.get("monitor") and state.get("best_model_path")
+    }
 
 
 def _remove_all_but(checkpoints: Path, keep: set[str]) -> None:

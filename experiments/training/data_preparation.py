@@ -49,7 +49,10 @@ def prepare_data(runs: Sequence[PlannedRun], console: Console) -> int:
     for run in prepared:
         started = time.perf_counter()
         build_datamodule(run.config.task, run.config.trainer.batch_size).prepare_data()
-        console.print(f"prepared the data of {task_description(run, runs)} in {time.perf_counter() - started:.1f} s",
-                      highlight=False, soft_wrap=True)
+        console.print(
+            f"prepared the data of {task_description(run, runs)} in {time.perf_counter() - started:.1f} s",
+            highlight=False,
+            soft_wrap=True,
+        )
     console.print(f"{len(prepared)} task configs of {len(runs)} runs prepared", highlight=False)
     return len(prepared)

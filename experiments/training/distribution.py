@@ -90,14 +90,18 @@ def precision_and_strategy(trainer: DictConfig, model_name: str):
     policy = training_policy(model_name)
     if trainer.strategy != "fsdp":
         if trainer.precision == "bf16-mixed" and not policy.autocast:
-            raise ValueError(f"model {model_name!r} trains in bfloat16 through FSDP's parameter dtype, without PyTorch "
-                             "autocast (the paper: automatic mixed precision 'did not work'), so trainer.precision="
-                             f"bf16-mixed needs trainer.strategy=fsdp (trainer.fsdp_sharding=NO_SHARD on one device), "
-                             f"not {trainer.strategy!r}; or set trainer.precision=32-true")
+            raise ValueError(
+                f"model {model_name!r} trains in bfloat16 through FSDP's parameter dtype, without PyTorch "
+                "autocast (the paper: automatic mixed precision 'did not work'), so trainer.precision="
+                f"bf16-mixed needs trainer.strategy=fsdp (trainer.fsdp_sharding=NO_SHARD on one device), "
+                f"not {trainer.strategy!r}; or set trainer.precision=32-true"
+            )
         return trainer.precision, trainer.strategy
     if trainer.precision not in ("bf16-mixed", "32-true"):
-        raise ValueError(f"trainer.strategy=fsdp trains with trainer.precision bf16-mixed (the paper's recipe for each "
-                         f"model) or 32-true, not {trainer.precision!r}")
+        raise ValueError(
+            f"trainer.strategy=fsdp trains with trainer.precision bf16-mixed (the paper's recipe for each "
+            f"model) or 32-true, not {trainer.precision!r}"
+        )
     sharding = trainer_setting(trainer, "fsdp_sharding")
     if trainer.precision == "32-true":
         return "32-true", FSDPStrategy(sharding_strategy=sharding)
@@ -141,8 +145,14 @@ def distributed_trainer_arguments(config: DictConfig) -> dict:
     trainer = config.trainer
     split = batch_split(trainer)
     precision, strategy = precision_and_strategy(trainer, config.model.name)
-    return {"precision": precision, "accelerator": trainer.accelerator, "devices": trainer.devices,
-            "num_nodes": split.num_nodes, "strategy": strategy, "accumulate_grad_batches": split.accumulation}
+    return {
+        "precision": precision,
+        "accelerator": trainer.accelerator,
+        "devices": trainer.devices,
+        "num_nodes": split.num_nodes,
+        "strategy": strategy,
+        "accumulate_grad_batches": split.accumulation,
+    }
 
 
 class ShardedGradientClipping:
@@ -158,5 +168,6 @@ class ShardedGradientClipping:
         if isinstance(strategy, FSDPStrategy) and gradient_clip_val and gradient_clip_algorithm in (None, "norm"):
             strategy.model.clip_grad_norm_(gradient_clip_val)
             return
-        self.clip_gradients(optimizer, gradient_clip_val=gradient_clip_val,
-                            gradient_clip_algorithm=gradient_clip_algorithm)
+        self.clip_gradients(
+            optimizer, gradient_clip_val=gradient_clip_val, gradient_clip_algorithm=gradient_clip_algorithm
+        )

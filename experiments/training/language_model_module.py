@@ -31,8 +31,9 @@ class LanguageModelModule(ShardedGradientClipping, L.LightningModule):
     def __init__(self, spec: TaskSpec, model: nn.Module, optim: dict, max_steps: int):
         super().__init__()
         if spec.output_kind != "vocab":
-            raise ValueError(f"LanguageModelModule needs a task of output kind 'vocab'; {spec.name!r} has "
-                             f"{spec.output_kind!r}")
+            raise ValueError(
+                f"LanguageModelModule needs a task of output kind 'vocab'; {spec.name!r} has {spec.output_kind!r}"
+            )
         self.spec = spec
         self.model = model
         self.optim = dict(optim)
@@ -42,8 +43,9 @@ class LanguageModelModule(ShardedGradientClipping, L.LightningModule):
         # "disable" drops the token weights too.
         self.loss = nn.ModuleDict({split: MeanMetric(nan_strategy=math.nan) for split in SPLITS})
         self.buckets = list(spec.token_buckets or ())
-        self.bucket_loss = nn.ModuleDict({split: nn.ModuleList(MeanMetric(nan_strategy=math.nan) for _ in self.buckets)
-                                          for split in SPLITS})
+        self.bucket_loss = nn.ModuleDict(
+            {split: nn.ModuleList(MeanMetric(nan_strategy=math.nan) for _ in self.buckets) for split in SPLITS}
+        )
 
     @property
     def monitor(self) -> tuple[str, str]:
@@ -56,8 +58,9 @@ class LanguageModelModule(ShardedGradientClipping, L.LightningModule):
     def _token_losses(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """Cross-entropy of every position (B * S,), 0 where not scored."""
         logits = self.model(inputs)  # (B, S, V)
-        return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=IGNORE_INDEX,
-                               reduction="none")
+        return F.cross_entropy(
+            logits.flatten(0, 1).float(), targets.flatten(), ignore_index=IGNORE_INDEX, reduction="none"
+        )
 
     def training_step(self, batch, batch_index):
         inputs, targets = batch  # (B, S), (B, S)

@@ -29,8 +29,15 @@ class SequenceTaskModule(ShardedGradientClipping, L.LightningModule):
     two-layer head (the LRA's two-tower retrieval classifier). Accuracy is then per sequence (pair).
     """
 
-    def __init__(self, spec: TaskSpec, backbone: nn.Module, embedding_dim: int, optim: dict, max_steps: int,
-                 tie_embeddings: bool = False):
+    def __init__(
+        self,
+        spec: TaskSpec,
+        backbone: nn.Module,
+        embedding_dim: int,
+        optim: dict,
+        max_steps: int,
+        tie_embeddings: bool = False,
+    ):
         super().__init__()
         self.spec = spec
         self.optim = dict(optim)
@@ -41,15 +48,20 @@ class SequenceTaskModule(ShardedGradientClipping, L.LightningModule):
             self.encoder = nn.Linear(spec.input_size, embedding_dim)
         self.backbone = backbone
         if tie_embeddings:  # the decoder's weight is the token embedding (zoology's language models; no bias)
-            if not (spec.input_kind == "tokens" and spec.output_kind != "scalar" and spec.num_classes == spec.input_size):
-                raise ValueError(f"tie_embeddings needs token inputs and as many output classes as input tokens; task "
-                                 f"{spec.name!r} has {spec.input_kind} inputs ({spec.input_size}) and "
-                                 f"{spec.num_classes} {spec.output_kind} outputs")
+            if not (
+                spec.input_kind == "tokens" and spec.output_kind != "scalar" and spec.num_classes == spec.input_size
+            ):
+                raise ValueError(
+                    f"tie_embeddings needs token inputs and as many output classes as input tokens; task "
+                    f"{spec.name!r} has {spec.input_kind} inputs ({spec.input_size}) and "
+                    f"{spec.num_classes} {spec.output_kind} outputs"
+                )
             self.decoder = nn.Linear(embedding_dim, spec.num_classes, bias=False)
             self.decoder.weight = self.encoder.weight
         elif spec.output_kind == "sequence_pair_class":
-            self.decoder = nn.Sequential(nn.Linear(4 * embedding_dim, embedding_dim), nn.ReLU(),
-                                         nn.Linear(embedding_dim, spec.num_classes))
+            self.decoder = nn.Sequential(
+                nn.Linear(4 * embedding_dim, embedding_dim), nn.ReLU(), nn.Linear(embedding_dim, spec.num_classes)
+            )
         else:
             self.decoder = nn.Linear(embedding_dim, spec.num_classes)
         self.scalar = spec.output_kind == "scalar"
@@ -135,11 +147,14 @@ class SequenceTaskModule(ShardedGradientClipping, L.LightningModule):
             return
         accuracy = self.accuracy[split].compute()
         chance = self.spec.random_accuracy
-        self.log_dict({
-            f"{split}/accuracy": accuracy,
-            f"{split}/scaled_accuracy": (accuracy - chance) / (1 - chance),
-            f"{split}/loss": self.loss[split].compute(),
-        }, prog_bar=split == "val")
+        self.log_dict(
+            {
+                f"{split}/accuracy": accuracy,
+                f"{split}/scaled_accuracy": (accuracy - chance) / (1 - chance),
+                f"{split}/loss": self.loss[split].compute(),
+            },
+            prog_bar=split == "val",
+        )
         self.accuracy[split].reset()
         self.loss[split].reset()
 

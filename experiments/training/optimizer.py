@@ -22,13 +22,18 @@ def schedule_steps(optim: dict, max_steps: int) -> tuple[int, int, float]:
 def configure_adamw(module: LightningModule, optim: dict, max_steps: int) -> dict:
     """Lightning's configure_optimizers result: AdamW over the module's weight-decay groups (embeddings, norms and
     biases excluded) and a per-step LambdaLR schedule."""
-    optimizer = torch.optim.AdamW(weight_decay_groups(module, optim["weight_decay"]), lr=optim["lr"],
-                                  betas=tuple(optim["betas"]), eps=optim["eps"])
+    optimizer = torch.optim.AdamW(
+        weight_decay_groups(module, optim["weight_decay"]),
+        lr=optim["lr"],
+        betas=tuple(optim["betas"]),
+        eps=optim["eps"],
+    )
     warmup, decay, floor = schedule_steps(optim, max_steps)
 
     def factor(step: int) -> float:
-        return warmup_cosine_factor(step, max_steps=decay, warmup_steps=warmup, min_lr_ratio=floor,
-                                    restarts=optim.get("restarts") or 0)
+        return warmup_cosine_factor(
+            step, max_steps=decay, warmup_steps=warmup, min_lr_ratio=floor, restarts=optim.get("restarts") or 0
+        )
 
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}

@@ -48,8 +48,15 @@ class StepProgressBar(ProgressBar):
         self.first_step = trainer.global_step
         self.started = self.last_line = self.clock()
         if self.interactive:
-            self.bar = tqdm(total=trainer.max_steps, initial=self.first_step, desc="train", unit="step",
-                            file=self.stream, dynamic_ncols=True, leave=True)
+            self.bar = tqdm(
+                total=trainer.max_steps,
+                initial=self.first_step,
+                desc="train",
+                unit="step",
+                file=self.stream,
+                dynamic_ncols=True,
+                leave=True,
+            )
         else:
             self.write_line(trainer.global_step, trainer.max_steps, "started")
 
@@ -89,8 +96,13 @@ class StepProgressBar(ProgressBar):
         now = self.clock()
         self.last_line = now
         # elapsed, remaining and rate count the steps of this process (a resumed run started at first_step)
-        meter = tqdm.format_meter(step - self.first_step, max_steps - self.first_step, now - self.started, unit="step",
-                                  bar_format="[{elapsed}<{remaining}, {rate_fmt}]")
+        meter = tqdm.format_meter(
+            step - self.first_step,
+            max_steps - self.first_step,
+            now - self.started,
+            unit="step",
+            bar_format="[{elapsed}<{remaining}, {rate_fmt}]",
+        )
         metrics = " ".join(f"{short} {value}" for short, value in self.postfix().items())
         words = [f"step {step}/{max_steps} ({100 * step / max_steps:.0f}%)", meter, metrics, event]
         print(" ".join(word for word in words if word), file=self.stream, flush=True)

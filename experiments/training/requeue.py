@@ -60,8 +60,11 @@ class RequeueAtStepBoundary(Callback):
         return agree_to_requeue(lambda requested: trainer.strategy.reduce_boolean_decision(requested, all=False))
 
     def stop(self, trainer, where: str) -> None:
-        print(f"SLURM's requeue signal: stopping at step {trainer.global_step} ({where})"
-              + (f", saved in {self.last_checkpoint}" if self.last_checkpoint is not None else ""), flush=True)
+        print(
+            f"SLURM's requeue signal: stopping at step {trainer.global_step} ({where})"
+            + (f", saved in {self.last_checkpoint}" if self.last_checkpoint is not None else ""),
+            flush=True,
+        )
         raise stopping_for_requeue()
 
 

@@ -19,6 +19,7 @@ def keep_rows_before(logger: CSVLogger, step: int) -> None:
     with open(path, newline="") as file:
         rows = [row for row in csv.DictReader(file) if row.get("step", "").isdigit() and int(row["step"]) < step]
     for row in rows:  # the values as the killed attempt wrote them, blanks left out, so the file reads the same
-        logger.experiment.log_metrics({name: value for name, value in row.items() if name != "step" and value != ""},
-                                      step=int(row["step"]))
+        logger.experiment.log_metrics(
+            {name: value for name, value in row.items() if name != "step" and value != ""}, step=int(row["step"])
+        )
     logger.save()

@@ -3,8 +3,9 @@
 import math
 
 
-def warmup_cosine_factor(step: int, *, max_steps: int, warmup_steps: int, min_lr_ratio: float,
-                         restarts: int = 0) -> float:
+def warmup_cosine_factor(
+    step: int, *, max_steps: int, warmup_steps: int, min_lr_ratio: float, restarts: int = 0
+) -> float:
     """Multiplier of the peak learning rate at ``step``: 0 -> 1 linearly over ``warmup_steps``, then cosine decay
     from 1 down to ``min_lr_ratio`` at ``max_steps`` (and flat after).
 

@@ -62,8 +62,9 @@ def fail_after_steps(config: DictConfig) -> int | None:
 
 
 def build_backbone_from_config(model: DictConfig) -> torch.nn.Module:
-    return build_backbone(model.name, embedding_dim=model.embedding_dim, num_blocks=model.num_blocks,
-                          **backbone_options(model))
+    return build_backbone(
+        model.name, embedding_dim=model.embedding_dim, num_blocks=model.num_blocks, **backbone_options(model)
+    )
 
 
 def _logger(config: DictConfig, run_dir: Path, resumed_step: int | None):
@@ -81,8 +82,9 @@ def _logger(config: DictConfig, run_dir: Path, resumed_step: int | None):
         return logger
     if config.trainer.logger == "tensorboard":
         return loggers.TensorBoardLogger(save_dir=run_dir, name="", version="tensorboard", purge_step=resumed_step)
-    return loggers.WandbLogger(save_dir=run_dir, name=run_dir.name, id=run_dir.name, resume="allow",
-                               config=OmegaConf.to_container(config))
+    return loggers.WandbLogger(
+        save_dir=run_dir, name=run_dir.name, id=run_dir.name, resume="allow", config=OmegaConf.to_container(config)
+    )
 
 
 def build_module(config: DictConfig, spec) -> L.LightningModule:
@@ -91,9 +93,14 @@ def build_module(config: DictConfig, spec) -> L.LightningModule:
     optim = OmegaConf.to_container(config.optim, resolve=True)
     tie_embeddings = bool(config.model.get("tie_embeddings", False))
     if spec.output_kind == "vocab":
-        model = build_language_model_from(config.model.name, spec.num_classes, tie_embeddings,
-                                          embedding_dim=config.model.embedding_dim, num_blocks=config.model.num_blocks,
-                                          **backbone_options(config.model))
+        model = build_language_model_from(
+            config.model.name,
+            spec.num_classes,
+            tie_embeddings,
+            embedding_dim=config.model.embedding_dim,
+            num_blocks=config.model.num_blocks,
+            **backbone_options(config.model),
+        )
         model = compile_network(model, config.trainer, config.model.name)
         return LanguageModelModule(spec=spec, model=model, optim=optim, max_steps=config.trainer.max_steps)
     return SequenceTaskModule(
@@ -122,12 +129,15 @@ def training_checkpoint(config: DictConfig, run_dir: Path) -> tuple[Path, dict]:
     training_dir = training_directory(evaluate, root)
     trained_model = OmegaConf.load(training_dir / "config.yaml").model
     if OmegaConf.to_container(trained_model) != OmegaConf.to_container(config.model):
-        raise TrainingRunMissing(f"{named(evaluate)} trained another model config than this run's: {trained_model} "
-                                 f"vs {config.model}")
+        raise TrainingRunMissing(
+            f"{named(evaluate)} trained another model config than this run's: {trained_model} vs {config.model}"
+        )
     checkpoint = evaluated_checkpoints(training_dir, evaluate["checkpoint"])[0]
     if (damage := checkpoint_damage(checkpoint)) is not None:
-        raise TrainingRunMissing(f"{named(evaluate)}: its checkpoint {checkpoint} {damage}; remove {training_dir} "
-                                 f"and sweep {evaluate['artifact']} again")
+        raise TrainingRunMissing(
+            f"{named(evaluate)}: its checkpoint {checkpoint} {damage}; remove {training_dir} "
+            f"and sweep {evaluate['artifact']} again"
+        )
     return checkpoint, finished_result(training_dir)
 
 
@@ -144,9 +154,16 @@ def run_evaluation(config: DictConfig, run_dir: Path) -> dict[str, float]:
     data = build_datamodule(config.task, config.trainer.batch_size)
     module = build_module(config, data.spec)
     module.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=False)["state_dict"])
-    trainer = L.Trainer(precision=config.trainer.precision, accelerator=config.trainer.accelerator,
-                        devices=config.trainer.devices, logger=_logger(config, run_dir, None), enable_checkpointing=False,
-                        enable_model_summary=False, callbacks=[StepProgressBar()], default_root_dir=run_dir)
+    trainer = L.Trainer(
+        precision=config.trainer.precision,
+        accelerator=config.trainer.accelerator,
+        devices=config.trainer.devices,
+        logger=_logger(config, run_dir, None),
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        callbacks=[StepProgressBar()],
+        default_root_dir=run_dir,
+    )
     started = time.perf_counter()
     metrics = {}
     for evaluate in (trainer.validate, trainer.test):

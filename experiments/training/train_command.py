@@ -34,14 +34,20 @@ def train_command(overrides: list[str], root: Path = RUN_STORE) -> int:
     config = compose_run_config(overrides)
     validate_run_config(config)
     run = PlannedRun(
-        artifact=config.artifact or AD_HOC, scale=config.scale or AD_HOC, cell={}, overrides=list(overrides),
-        config=config, run_id=run_id_of(config),
+        artifact=config.artifact or AD_HOC,
+        scale=config.scale or AD_HOC,
+        cell={},
+        overrides=list(overrides),
+        config=config,
+        run_id=run_id_of(config),
     )
     run_dir = run_directory(run, root)
     finished = finished_result(run_dir)
     if finished is not None:
-        console.print(f"already done (the same config was trained before; its stored metrics): {run_dir / RESULT_FILE}",
-                      soft_wrap=True)  # a path stays whole, to be copied
+        console.print(
+            f"already done (the same config was trained before; its stored metrics): {run_dir / RESULT_FILE}",
+            soft_wrap=True,
+        )  # a path stays whole, to be copied
         print_metrics(console, finished["metrics"])
         return 0
     claim = claim_run(run_dir, DEFAULT_STALE_AFTER_SECONDS)
@@ -57,13 +63,18 @@ def train_command(overrides: list[str], root: Path = RUN_STORE) -> int:
             metrics = run_training(config, run_dir)
             write_result(run_dir, run, metrics, started)
         except Exception as error:
-            console.print(f"[red]failed[/red]: {type(error).__name__}: {error}; see {write_error(run_dir, run, error, started)}",
-                          soft_wrap=True)
+            console.print(
+                f"[red]failed[/red]: {type(error).__name__}: {error}; see {write_error(run_dir, run, error, started)}",
+                soft_wrap=True,
+            )
             return 1
         except Stopped as stopped:  # the claim is released on the way out; last.ckpt stays as it was written
             write_error(run_dir, run, stopped, started)
-            console.print(f"[yellow]stopped by {stopped.name}[/]: the same command resumes {run_dir} from its last "
-                          "checkpoint", soft_wrap=True, highlight=False)
+            console.print(
+                f"[yellow]stopped by {stopped.name}[/]: the same command resumes {run_dir} from its last checkpoint",
+                soft_wrap=True,
+                highlight=False,
+            )
             return stopped.exit_code
     print_metrics(console, metrics)
     console.print(f"wrote {run_dir / RESULT_FILE}", soft_wrap=True)

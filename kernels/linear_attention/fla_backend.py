@@ -56,5 +56,13 @@ def rwkv6_fla(r, k, v, log_decay, bonus, *, scale, initial_state, return_state, 
 
 
 for _op, _function in (("gla", gla_fla), ("retention", retention_fla), ("hgrn", hgrn_fla), ("rwkv6", rwkv6_fla)):
-    register(_op, "fla", _function, is_available=_available, priority=10, probed=True,
-             packages=("flash-linear-attention",), workarounds=({"DISABLE_LLVM_OPT": "1"},))
+    register(
+        _op,
+        "fla",
+        _function,
+        is_available=_available,
+        priority=10,
+        probed=True,
+        packages=("flash-linear-attention",),
+        workarounds=({"DISABLE_LLVM_OPT": "1"},),
+    )

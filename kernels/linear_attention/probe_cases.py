@@ -20,8 +20,10 @@ def _leaf(tensor: torch.Tensor) -> torch.Tensor:
 
 def _heads(shape_class) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Shapes (B, S, NH, DK) and (B, S, NH, DV) of a call of this class."""
-    return ((1, PROBE_STEPS, PROBE_HEADS, shape_class["key_dim"]),
-            (1, PROBE_STEPS, PROBE_HEADS, shape_class["value_dim"]))
+    return (
+        (1, PROBE_STEPS, PROBE_HEADS, shape_class["key_dim"]),
+        (1, PROBE_STEPS, PROBE_HEADS, shape_class["value_dim"]),
+    )
 
 
 def _gla_inputs(shape_class, device, dtype):
@@ -49,8 +51,9 @@ def _hgrn_inputs(shape_class, device, dtype):
 
 def _rwkv6_inputs(shape_class, device, dtype):
     key_shape, value_shape = _heads(shape_class)
-    r, k, v, decay, bonus = seeded(key_shape, key_shape, value_shape, key_shape, key_shape[2:], device=device,
-                                   dtype=dtype)
+    r, k, v, decay, bonus = seeded(
+        key_shape, key_shape, value_shape, key_shape, key_shape[2:], device=device, dtype=dtype
+    )
     return (r, k, v, _leaf(-torch.exp(decay - 1)), bonus), dict(scale=1.0, **SEQUENCE_OPTIONS)
 
 
@@ -64,7 +67,12 @@ def _output_loss(result) -> torch.Tensor:
 
 register_probe_case("gla", ProbeCase(_dims, _gla_inputs, _output_loss))
 register_probe_case("rwkv6", ProbeCase(_dims, _rwkv6_inputs, _output_loss))
-register_probe_case("retention", ProbeCase(
-    lambda q, k, v, log_decay, **kwargs: (*_dims(q, k, v), ("per_step_decay", int(log_decay.dim() > 1))),
-    _retention_inputs, _output_loss))
+register_probe_case(
+    "retention",
+    ProbeCase(
+        lambda q, k, v, log_decay, **kwargs: (*_dims(q, k, v), ("per_step_decay", int(log_decay.dim() > 1))),
+        _retention_inputs,
+        _output_loss,
+    ),
+)
 register_probe_case("hgrn", ProbeCase(lambda *args, **kwargs: (), _hgrn_inputs, _output_loss))

@@ -44,8 +44,9 @@ def _start_state_paths(dh, q, h, states, denominator, slope, gates: ChunkGates, 
     return dq, d_slots, d_normaliser, d_log_a
 
 
-def _chunk_paths(dq, dh, q, k, v, states, d_ends, denominator, d_normaliser, gates: ChunkGates, scale: float,
-                 block: int):
+def _chunk_paths(
+    dq, dh, q, k, v, states, d_ends, denominator, d_normaliser, gates: ChunkGates, scale: float, block: int
+):
     """Add the intra-chunk paths to dq; dk and dv (N, L, DH), and the row and column sums of dlogD,
     dlog w (N, L) and <dC_end, C0> + <dn_end, n0> (N,), from the intra-chunk and end-state paths.
 
@@ -80,8 +81,9 @@ def _chunk_paths(dq, dh, q, k, v, states, d_ends, denominator, d_normaliser, gat
     return dk, dv, row_sums, column_sums, d_log_w, d_decay
 
 
-def chunkwise_backward(dh, d_final, q, k, v, states, h, denominator, slope, gates: ChunkGates, scale: float,
-                       block: int):
+def chunkwise_backward(
+    dh, d_final, q, k, v, states, h, denominator, slope, gates: ChunkGates, scale: float, block: int
+):
     """dq, dk, dv (N, L, DH), di, d_log_f_cum (N, L) and the joined start-state gradient (BH, DH + 1, DH).
 
     Chunked tensors are flat over N = BH * NC chunks; states (N, DH + 1, DH) enter the chunks;
@@ -90,9 +92,7 @@ def chunkwise_backward(dh, d_final, q, k, v, states, h, denominator, slope, gate
     N, L, DH = q.shape
     BH = d_final.shape[0]
     NC = N // BH
-    dq, d_slots, d_normaliser, d_log_a = _start_state_paths(
-        dh, q, h, states, denominator, slope, gates, block
-    )
+    dq, d_slots, d_normaliser, d_log_a = _start_state_paths(dh, q, h, states, denominator, slope, gates, block)
     d_start = scan_state_gradients(d_slots, gates.decay.view(BH, NC), d_final)  # (BH, DH + 1, DH)
     dk, dv, row_sums, column_sums, d_log_w, d_decay = _chunk_paths(
         dq, dh, q, k, v, states, d_slots[1:], denominator, d_normaliser, gates, scale, block

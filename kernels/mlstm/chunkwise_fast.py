@@ -120,9 +120,16 @@ class ChunkwiseMLSTM(torch.autograd.Function):
         )
         chunked = (B, NH, NC, L)
         return (
-            dq.view(*chunked, DH), dk.view(*chunked, DH), dv.view(*chunked, DH), di.view(chunked),
+            dq.view(*chunked, DH),
+            dk.view(*chunked, DH),
+            dv.view(*chunked, DH),
+            di.view(chunked),
             d_log_f_cum.view(chunked).to(ctx.gate_dtype),
-            C_part(d_start).reshape(B, NH, DH, DH), n_part(d_start).reshape(B, NH, DH), None, None, None,
+            C_part(d_start).reshape(B, NH, DH, DH),
+            n_part(d_start).reshape(B, NH, DH),
+            None,
+            None,
+            None,
         )
 
 
@@ -134,8 +141,9 @@ def chunkwise_fast(q, k, v, i, log_f, start: MLSTMState, *, return_state, eps, c
     if torch.is_autocast_enabled(q.device.type):
         with torch.autocast(q.device.type, enabled=False):
             q, k, v, i, log_f, *start = (_at_least_float32(x) for x in (q, k, v, i, log_f, *start))
-            return chunkwise_fast(q, k, v, i, log_f, MLSTMState(*start), return_state=return_state, eps=eps,
-                                  chunk_size=chunk_size)
+            return chunkwise_fast(
+                q, k, v, i, log_f, MLSTMState(*start), return_state=return_state, eps=eps, chunk_size=chunk_size
+            )
     S, DH = q.shape[-2:]
     log_f = log_f.to(gate_dtype(q.device))  # (B, NH, S), summed within chunks below (see chunkwise_gates)
     chunks = split_into_chunks(q, k, v, i, log_f, chunk_size)  # q, k, v (B, NH, NC, L, DH); i, log_f_cum

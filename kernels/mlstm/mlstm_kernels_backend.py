@@ -98,8 +98,11 @@ def _torch_fallback(op: str, reason: str, device: torch.device):
     """The torch backend of ``op``, warning once per reason."""
     if reason not in _warned:
         _warned.add(reason)
-        warnings.warn(f"backend 'mlstm_kernels' cannot run {op} with {reason}; using the torch backend", RuntimeWarning,
-                      stacklevel=2)
+        warnings.warn(
+            f"backend 'mlstm_kernels' cannot run {op} with {reason}; using the torch backend",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return resolve(op, "torch", device)
 
 
@@ -167,8 +170,14 @@ def chunkwise_with_kernel(kernel, q, k, v, i, f, *, initial_state, return_state,
     else:
         C0, n0, m0 = _state_to_theirs(initial_state, DH, _state_dtype(q.dtype))
     result = _chunkwise_kernel(kernel)(
-        *_pad_sequence(q, k, v, i, f, length), c_initial=C0, n_initial=n0, m_initial=m0,
-        return_last_states=return_state, eps=eps, chunk_size=min(chunk_size, length), autocast_kernel_dtype=q.dtype,
+        *_pad_sequence(q, k, v, i, f, length),
+        c_initial=C0,
+        n_initial=n0,
+        m_initial=m0,
+        return_last_states=return_state,
+        eps=eps,
+        chunk_size=min(chunk_size, length),
+        autocast_kernel_dtype=q.dtype,
     )
     h, last = result if return_state else (result, None)  # h (B, NH, length, DH)
     h = h[:, :, :S]  # (B, NH, S, DH)

@@ -14,8 +14,9 @@ def _chunkwise_inputs(shape_class, device, dtype):
     head_dim = shape_class["head_dim"]
     q, k, v, i, f = seeded(*[(1, 2, PROBE_STEPS, head_dim)] * 3, *[(1, 2, PROBE_STEPS)] * 2, device=device, dtype=dtype)
     f = (f + 3).detach().requires_grad_()  # forget gates near one, as the layer initialises them
-    options = dict(initial_state=None, return_state=False, forget_gate="sigmoid", eps=1e-6,
-                   chunk_size=shape_class["chunk_size"])
+    options = dict(
+        initial_state=None, return_state=False, forget_gate="sigmoid", eps=1e-6, chunk_size=shape_class["chunk_size"]
+    )
     return (q, k, v, i, f), options
 
 
@@ -25,13 +26,19 @@ def _step_inputs(shape_class, device, dtype):
     return tuple(tensors), dict(state=None, forget_gate="sigmoid", eps=1e-6)
 
 
-register_probe_case("mlstm.chunkwise", ProbeCase(
-    shape_class=lambda q, *args, chunk_size, **kwargs: (("head_dim", q.shape[-1]), ("chunk_size", chunk_size)),
-    inputs=_chunkwise_inputs,
-    loss=lambda result: weighted_headwise_norm(first_output(result)),
-))
-register_probe_case("mlstm.step", ProbeCase(
-    shape_class=lambda q, *args, **kwargs: (("head_dim", q.shape[-1]),),
-    inputs=_step_inputs,
-    loss=lambda result: weighted_headwise_norm(first_output(result)),
-))
+register_probe_case(
+    "mlstm.chunkwise",
+    ProbeCase(
+        shape_class=lambda q, *args, chunk_size, **kwargs: (("head_dim", q.shape[-1]), ("chunk_size", chunk_size)),
+        inputs=_chunkwise_inputs,
+        loss=lambda result: weighted_headwise_norm(first_output(result)),
+    ),
+)
+register_probe_case(
+    "mlstm.step",
+    ProbeCase(
+        shape_class=lambda q, *args, **kwargs: (("head_dim", q.shape[-1]),),
+        inputs=_step_inputs,
+        loss=lambda result: weighted_headwise_norm(first_output(result)),
+    ),
+)

@@ -39,5 +39,12 @@ def selective_scan_mamba_ssm(x, dt, A, B, C, D, *, initial_state, return_state, 
     return result.transpose(1, 2)  # (B, S, DI)
 
 
-register("selective_scan", "mamba_ssm", selective_scan_mamba_ssm, is_available=_available, priority=10, probed=True,
-         packages=("mamba-ssm",))
+register(
+    "selective_scan",
+    "mamba_ssm",
+    selective_scan_mamba_ssm,
+    is_available=_available,
+    priority=10,
+    probed=True,
+    packages=("mamba-ssm",),
+)

@@ -16,15 +16,19 @@ PROBE_STEPS, PROBE_HEADS = 40, 2
 def _inputs(shape_class, device, dtype):
     head_dim = shape_class["head_dim"]
     (wx,) = seeded((1, PROBE_STEPS, 4, PROBE_HEADS, head_dim), device=device, dtype=dtype)
-    R, b = seeded((4, PROBE_HEADS, head_dim, head_dim), (4, PROBE_HEADS, head_dim), device=device,
-                  dtype=torch.float32, seed=1)
+    R, b = seeded(
+        (4, PROBE_HEADS, head_dim, head_dim), (4, PROBE_HEADS, head_dim), device=device, dtype=torch.float32, seed=1
+    )
     R = (R / head_dim**0.5).detach().requires_grad_()
     state = initial_state(1, PROBE_HEADS, head_dim, dtype=torch.float32, device=device)
     return (wx, R, b, state, "sigmoid", None), {}
 
 
-register_probe_case("slstm.scan", ProbeCase(
-    shape_class=lambda wx, *args, **kwargs: (("head_dim", wx.shape[-1]),),
-    inputs=_inputs,
-    loss=lambda result: weighted_sum(result[0]),
-))
+register_probe_case(
+    "slstm.scan",
+    ProbeCase(
+        shape_class=lambda wx, *args, **kwargs: (("head_dim", wx.shape[-1]),),
+        inputs=_inputs,
+        loss=lambda result: weighted_sum(result[0]),
+    ),
+)

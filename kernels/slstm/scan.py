@@ -111,7 +111,9 @@ def _check_inputs(wx, R, b, state, forget_gate, recurrent_grad_clip) -> None:
             f"got {tuple(R.shape)}"
         )
     if tuple(b.shape) != (4, num_heads, head_dim):
-        raise ValueError(f"b must have shape (4, NH, DH) = {(4, num_heads, head_dim)} to match wx; got {tuple(b.shape)}")
+        raise ValueError(
+            f"b must have shape (4, NH, DH) = {(4, num_heads, head_dim)} to match wx; got {tuple(b.shape)}"
+        )
     if state is not None:
         for name, tensor in zip(SLSTMState._fields, state):
             if tuple(tensor.shape) != (batch, num_heads, head_dim):

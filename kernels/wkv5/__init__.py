@@ -16,12 +16,16 @@ from kernels.backends import register, resolve
 
 def _check(r, k, v, log_decay, bonus, state) -> None:
     if r.dim() != 4 or k.shape != r.shape or v.shape != r.shape:
-        raise ValueError(f"wkv5 expects r, k, v of one shape (B, NH, S, DH); got {tuple(r.shape)}, "
-                         f"{tuple(k.shape)}, {tuple(v.shape)}")
+        raise ValueError(
+            f"wkv5 expects r, k, v of one shape (B, NH, S, DH); got {tuple(r.shape)}, "
+            f"{tuple(k.shape)}, {tuple(v.shape)}"
+        )
     B, NH, _, DH = r.shape
     if log_decay.shape != (NH, DH) or bonus.shape != (NH, DH):
-        raise ValueError(f"wkv5 expects log_decay and bonus of shape (NH, DH) = {(NH, DH)}; got "
-                         f"{tuple(log_decay.shape)}, {tuple(bonus.shape)}")
+        raise ValueError(
+            f"wkv5 expects log_decay and bonus of shape (NH, DH) = {(NH, DH)}; got "
+            f"{tuple(log_decay.shape)}, {tuple(bonus.shape)}"
+        )
     if state is not None and state.shape != (B, NH, DH, DH):
         raise ValueError(f"wkv5 state must have shape (B, NH, DH, DH) = {(B, NH, DH, DH)}; got {tuple(state.shape)}")
 
@@ -101,8 +105,9 @@ def wkv5(
     if not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"wkv5 chunk_size must be a positive int; got {chunk_size!r}")
     implementation = resolve("wkv5", backend, r.device)
-    return implementation(r, k, v, log_decay, bonus, initial_state=initial_state, return_state=return_state,
-                          chunk_size=chunk_size)
+    return implementation(
+        r, k, v, log_decay, bonus, initial_state=initial_state, return_state=return_state, chunk_size=chunk_size
+    )
 
 
 def wkv5_step(

@@ -45,11 +45,14 @@ class ExpandedKeyValue(ModelConfig):
         return scaled_dim(self.owner, "expand_v", self.embedding_dim, self.expand_v)
 
     def problems(self) -> list[str]:
-        problems = (scaled_dim_problems(self.owner, "expand_k", self.embedding_dim, self.expand_k)
-                    + scaled_dim_problems(self.owner, "expand_v", self.embedding_dim, self.expand_v))
+        problems = scaled_dim_problems(self.owner, "expand_k", self.embedding_dim, self.expand_k) + scaled_dim_problems(
+            self.owner, "expand_v", self.embedding_dim, self.expand_v
+        )
         if problems:
             return problems
-        problems = divisible_problems(self.owner, "key_dim", self.key_dim, self.key_heads, getattr(self, self.key_heads))
+        problems = divisible_problems(
+            self.owner, "key_dim", self.key_dim, self.key_heads, getattr(self, self.key_heads)
+        )
         return problems or divisible_problems(self.owner, "value_dim", self.value_dim, "num_heads", self.num_heads)
 
 
@@ -133,8 +136,10 @@ class RetNetConfig(ExpandedKeyValue):
     def problems(self) -> list[str]:
         problems = super().problems()
         if not problems and (self.key_dim // self.num_heads) % 2:
-            problems.append(f"retnet: the head key dim key_dim/num_heads={self.key_dim // self.num_heads} must be even "
-                            "for rotary positions")
+            problems.append(
+                f"retnet: the head key dim key_dim/num_heads={self.key_dim // self.num_heads} must be even "
+                "for rotary positions"
+            )
         return problems
 
 

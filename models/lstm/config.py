@@ -53,8 +53,10 @@ class LSTMBlockConfig(ModelConfig):
     def problems(self) -> list[str]:
         inner = self.ffn_proj_factor * self.embedding_dim
         if inner != int(inner):
-            return [f"lstm_block.ffn_proj_factor={self.ffn_proj_factor!r} times embedding_dim={self.embedding_dim} "
-                    f"must be a whole number of MLP units, got {inner}"]
+            return [
+                f"lstm_block.ffn_proj_factor={self.ffn_proj_factor!r} times embedding_dim={self.embedding_dim} "
+                f"must be a whole number of MLP units, got {inner}"
+            ]
         return []
 
     @property

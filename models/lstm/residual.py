@@ -35,6 +35,8 @@ class ResidualLSTM(BlockStack):
     """(B, S, D) -> (B, S, D): ``num_blocks`` residual LSTM blocks, then a final LayerNorm."""
 
     def __init__(self, config: ResidualLSTMConfig):
-        blocks = (ResidualLSTMBlock(config.embedding_dim, config.norm_bias, config.norm_eps) for _ in range(config.num_blocks))
+        blocks = (
+            ResidualLSTMBlock(config.embedding_dim, config.norm_bias, config.norm_eps) for _ in range(config.num_blocks)
+        )
         super().__init__(blocks, nn.LayerNorm(config.embedding_dim, eps=config.norm_eps, bias=config.norm_bias))
         self.config = config

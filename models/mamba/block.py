@@ -68,8 +68,9 @@ class MambaMixer(nn.Module):
         ssm_branch = F.silu(self.conv1d(ssm_branch))  # (B, S, DI)
         dt, B, C = self._ssm_inputs(ssm_branch)  # (B, S, DI), (B, S, N), (B, S, N)
         A = -torch.exp(self.A_log)  # (DI, N)
-        y = selective_scan(ssm_branch, dt, A, B, C, self.D, chunk_size=self.config.chunk_size,
-                           backend=self.config.backend)  # (B, S, DI)
+        y = selective_scan(
+            ssm_branch, dt, A, B, C, self.D, chunk_size=self.config.chunk_size, backend=self.config.backend
+        )  # (B, S, DI)
         return self.out_proj(y * F.silu(gate))
 
     def forward_chunk(self, x: torch.Tensor, state: MambaLayerState) -> tuple[torch.Tensor, MambaLayerState]:
@@ -80,8 +81,18 @@ class MambaMixer(nn.Module):
         ssm_branch = F.silu(ssm_branch)  # (B, C, DI)
         dt, B, C = self._ssm_inputs(ssm_branch)  # (B, C, DI), (B, C, N), (B, C, N)
         A = -torch.exp(self.A_log)  # (DI, N)
-        y, ssm_state = selective_scan(ssm_branch, dt, A, B, C, self.D, initial_state=state.ssm, return_state=True,
-                                      chunk_size=self.config.chunk_size, backend=self.config.backend)  # (B, C, DI)
+        y, ssm_state = selective_scan(
+            ssm_branch,
+            dt,
+            A,
+            B,
+            C,
+            self.D,
+            initial_state=state.ssm,
+            return_state=True,
+            chunk_size=self.config.chunk_size,
+            backend=self.config.backend,
+        )  # (B, C, DI)
         return self.out_proj(y * F.silu(gate)), MambaLayerState(conv_state, ssm_state)
 
     def init_state(self, batch: int) -> MambaLayerState:
@@ -151,7 +162,9 @@ class MambaBackbone(nn.Module):
             x = block(x)
         return self.final_norm(x)
 
-    def forward_chunk(self, x: torch.Tensor, state: list[MambaLayerState]) -> tuple[torch.Tensor, list[MambaLayerState]]:
+    def forward_chunk(
+        self, x: torch.Tensor, state: list[MambaLayerState]
+    ) -> tuple[torch.Tensor, list[MambaLayerState]]:
         """x (B, C, D) from ``state`` (one entry per block) -> (B, C, D) and the state after the chunk."""
         x, new_state = through_blocks(self.blocks, "forward_chunk", x, state)
         return self.final_norm(x), new_state

@@ -29,8 +29,10 @@ class RWKV4Config(ModelConfig):
 
     def problems(self) -> list[str]:
         if self.ffn_inner_dim != self.ffn_proj_factor * self.embedding_dim:
-            return [f"rwkv4.ffn_proj_factor={self.ffn_proj_factor!r} times embedding_dim={self.embedding_dim} must be "
-                    "a whole number of channel-mix units"]
+            return [
+                f"rwkv4.ffn_proj_factor={self.ffn_proj_factor!r} times embedding_dim={self.embedding_dim} must be "
+                "a whole number of channel-mix units"
+            ]
         return []
 
     @property

@@ -56,9 +56,7 @@ class TimeMix(nn.Module):
         self.time_decay = nn.Parameter(decay_speed.reshape(NH, DH))
         zigzag = ((channel + 1) % 3 - 1) * 0.1
         self.time_faaaa = nn.Parameter((ratio_0_to_1 * (1 - position) + zigzag).reshape(NH, DH))
-        self.receptance, self.key, self.value, self.gate, self.output = (
-            nn.Linear(D, D, bias=False) for _ in range(5)
-        )
+        self.receptance, self.key, self.value, self.gate, self.output = (nn.Linear(D, D, bias=False) for _ in range(5))
         self.ln_x = nn.GroupNorm(NH, D, eps=1e-5)
         with torch.no_grad():
             for linear, gain in ((self.receptance, 1.0), (self.key, 0.1), (self.value, 1.0), (self.gate, 0.1)):
@@ -97,8 +95,9 @@ class TimeMix(nn.Module):
     def step(self, x_t: torch.Tensor, state: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """x_t (B, D) -> (B, D)"""
         r, k, v, g = self._projections(x_t, state["shift"])  # r, k, v (B, NH, DH)
-        y, wkv = wkv5_step(r, k, v, -torch.exp(self.time_decay), self.time_faaaa, state["wkv"],
-                           backend=self.config.backend)
+        y, wkv = wkv5_step(
+            r, k, v, -torch.exp(self.time_decay), self.time_faaaa, state["wkv"], backend=self.config.backend
+        )
         return self._output(y, g), {"shift": x_t, "wkv": wkv}
 
 

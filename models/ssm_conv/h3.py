@@ -153,7 +153,9 @@ class H3Stack(ResidualStack):
     """The H3 backbone: (B, S, D) -> (B, S, D); blocks of H3 layer + GeLU MLP, a final LayerNorm, GPT-2 init."""
 
     def __init__(self, config: H3Config):
-        blocks = [ResidualBlock(H3Layer(config), config.embedding_dim, config.mlp_factor, config.norm_eps)
-                  for _ in range(config.num_blocks)]
+        blocks = [
+            ResidualBlock(H3Layer(config), config.embedding_dim, config.mlp_factor, config.norm_eps)
+            for _ in range(config.num_blocks)
+        ]
         super().__init__(config, blocks)
         gpt2_init(self, config.init_std, rescaled=[block.mlp.down_proj for block in self.blocks])

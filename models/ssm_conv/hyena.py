@@ -71,8 +71,9 @@ class ImplicitFilter(nn.Module):
 
     def forward(self, length: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Filters (order - 1, length, D) and skip weights (order - 1, D)."""
-        h = torch.sin(self.sine_frequency * (self.positional_encoding[:length] @ self.input_projection.T
-                                             + self.input_bias))  # (L, width)
+        h = torch.sin(
+            self.sine_frequency * (self.positional_encoding[:length] @ self.input_projection.T + self.input_bias)
+        )  # (L, width)
         for weight, bias in zip(self.hidden_projections, self.hidden_biases):
             h = torch.sin(self.sine_frequency * (h @ weight.T + bias))  # (L, width)
         h = h @ self.output_projection.T  # (L, D * (order - 1))
@@ -134,8 +135,10 @@ class HyenaStack(ResidualStack):
     LayerNorm, GPT-2 init."""
 
     def __init__(self, config: HyenaConfig):
-        blocks = [ResidualBlock(HyenaOperator(config), config.embedding_dim, config.mlp_factor, config.norm_eps)
-                  for _ in range(config.num_blocks)]
+        blocks = [
+            ResidualBlock(HyenaOperator(config), config.embedding_dim, config.mlp_factor, config.norm_eps)
+            for _ in range(config.num_blocks)
+        ]
         super().__init__(config, blocks)
         rescaled = [linear for block in self.blocks for linear in (block.mixer.out_proj, block.mlp.down_proj)]
         gpt2_init(self, config.init_std, rescaled=rescaled)

@@ -84,7 +84,10 @@ class CausalSelfAttention(nn.Module):
             cache.keys[:, :, cache.length] = k[:, :, 0]
             cache.values[:, :, cache.length] = v[:, :, 0]
             cache = StaticKVCache(cache.keys, cache.values, cache.length + 1)
-            keys, values = cache.keys[:, :, :cache.length], cache.values[:, :, :cache.length]  # (B, NH, T+1, DH) views
+            keys, values = (
+                cache.keys[:, :, : cache.length],
+                cache.values[:, :, : cache.length],
+            )  # (B, NH, T+1, DH) views
         else:
             cache = KVCache(torch.cat([cache.keys, k], dim=2), torch.cat([cache.values, v], dim=2))  # (B, NH, T+1, DH)
             keys, values = cache.keys, cache.values

@@ -51,8 +51,9 @@ class TransformerBlock(nn.Module):
         llama = config.architecture == "llama"
         norm = nn.RMSNorm if llama else nn.LayerNorm
         self.attention_norm = norm(D, eps=config.norm_eps)
-        self.attention = CausalSelfAttention(D, config.num_heads, bias=not llama,
-                                             rope_theta=config.rope_theta if llama else None)
+        self.attention = CausalSelfAttention(
+            D, config.num_heads, bias=not llama, rope_theta=config.rope_theta if llama else None
+        )
         self.mlp_norm = norm(D, eps=config.norm_eps)
         self.mlp = SwiGLU(D, config.ffn_hidden_dim) if llama else GeLUMLP(D, config.ffn_factor * D)
 

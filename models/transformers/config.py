@@ -21,8 +21,10 @@ class AttentionHeads(ModelConfig):
 
     def problems(self) -> list[str]:
         if self.embedding_dim % self.num_heads:
-            return [f"{self.owner}.num_heads={self.num_heads} must be positive and divide "
-                    f"embedding_dim={self.embedding_dim}"]
+            return [
+                f"{self.owner}.num_heads={self.num_heads} must be positive and divide "
+                f"embedding_dim={self.embedding_dim}"
+            ]
         return []
 
 
@@ -51,8 +53,10 @@ class LlamaConfig(AttentionHeads):
     def problems(self) -> list[str]:
         problems = super().problems()
         if not problems and (self.embedding_dim // self.num_heads) % 2:
-            problems.append(f"llama.num_heads={self.num_heads} gives an odd head dim "
-                            f"{self.embedding_dim // self.num_heads}; rotary positions need an even one")
+            problems.append(
+                f"llama.num_heads={self.num_heads} gives an odd head dim "
+                f"{self.embedding_dim // self.num_heads}; rotary positions need an even one"
+            )
         return problems
 
 

@@ -8,7 +8,9 @@ permutation of the q and k projection rows.
 import torch
 
 
-def rotary_cos_sin(positions: torch.Tensor, head_dim: int, theta: float, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+def rotary_cos_sin(
+    positions: torch.Tensor, head_dim: int, theta: float, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
     """positions (S,) -> cos, sin (S, DH) in ``dtype``; the angles are computed in float32 or, for float64, in float64."""
     compute_dtype = torch.float64 if dtype == torch.float64 else torch.float32
     exponents = torch.arange(0, head_dim, 2, dtype=compute_dtype, device=positions.device) / head_dim  # (DH/2,)

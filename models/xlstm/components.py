@@ -166,7 +166,7 @@ class CausalConv1d(nn.Module):
         """x (B, C, D) following the inputs in ``state`` (B, K-1, D) -> y (B, C, D), the chunk's last K-1 inputs."""
         window = torch.cat([state, x], dim=1)  # (B, K-1+C, D)
         y = F.conv1d(window.transpose(1, 2), self.weight, self.bias, groups=self.weight.shape[0])  # (B, D, C)
-        return y.transpose(1, 2).contiguous(), window[:, window.shape[1] - state.shape[1]:]
+        return y.transpose(1, 2).contiguous(), window[:, window.shape[1] - state.shape[1] :]
 
     def step(self, x_t: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x_t (B, D), state (B, K-1, D) -> y_t (B, D), new state."""

@@ -60,20 +60,24 @@ class MLSTMLayerConfig(ModelConfig):
     def problems(self) -> list[str]:
         fixed = (self.forget_gate, self.forget_gate_input_dependent, self.forget_gate_learnable_bias)
         if self.forget_gate_bias_init == "infinity" and fixed != ("sigmoid", False, False):
-            return ["mlstm.forget_gate_bias_init='infinity' fixes the forget gate at one: it needs "
-                    "forget_gate='sigmoid' (exp(inf) is no gate), forget_gate_input_dependent=false and "
-                    "forget_gate_learnable_bias=false (an infinite pre-activation has no gradient to learn from); got "
-                    f"forget_gate={self.forget_gate!r}, forget_gate_input_dependent={self.forget_gate_input_dependent}, "
-                    f"forget_gate_learnable_bias={self.forget_gate_learnable_bias}"]
+            return [
+                "mlstm.forget_gate_bias_init='infinity' fixes the forget gate at one: it needs "
+                "forget_gate='sigmoid' (exp(inf) is no gate), forget_gate_input_dependent=false and "
+                "forget_gate_learnable_bias=false (an infinite pre-activation has no gradient to learn from); got "
+                f"forget_gate={self.forget_gate!r}, forget_gate_input_dependent={self.forget_gate_input_dependent}, "
+                f"forget_gate_learnable_bias={self.forget_gate_learnable_bias}"
+            ]
         return []
 
     def inner_dim_problems(self, embedding_dim: int) -> list[str]:
         """A message unless the heads and the q, k, v blocks divide the up-projected inner dim."""
         inner = round_up(self.proj_factor * embedding_dim, self.round_proj_up_to)
         if inner % self.num_heads or inner % self.qkv_proj_blocksize:
-            return [f"mLSTM inner dim {inner} (embedding_dim {embedding_dim} x proj_factor {self.proj_factor}) must be "
-                    f"divisible by mlstm.num_heads={self.num_heads} and "
-                    f"mlstm.qkv_proj_blocksize={self.qkv_proj_blocksize}"]
+            return [
+                f"mLSTM inner dim {inner} (embedding_dim {embedding_dim} x proj_factor {self.proj_factor}) must be "
+                f"divisible by mlstm.num_heads={self.num_heads} and "
+                f"mlstm.qkv_proj_blocksize={self.qkv_proj_blocksize}"
+            ]
         return []
 
     def inner_dim(self, embedding_dim: int) -> int:
@@ -135,7 +139,11 @@ class XLSTMStackConfig(ModelConfig):
 
     def resolve(self) -> None:
         # Hydra and YAML hand over plain dicts; accept them so configs compose from files.
-        for name, kind in (("mlstm", MLSTMLayerConfig), ("slstm", SLSTMLayerConfig), ("feedforward", FeedForwardConfig)):
+        for name, kind in (
+            ("mlstm", MLSTMLayerConfig),
+            ("slstm", SLSTMLayerConfig),
+            ("feedforward", FeedForwardConfig),
+        ):
             value = getattr(self, name)
             if isinstance(value, dict):
                 setattr(self, name, config_from(kind, name, **value))
@@ -147,14 +155,17 @@ class XLSTMStackConfig(ModelConfig):
             return [f"xlstm.slstm_at={self.slstm_at} must hold distinct block indices in [0, {self.num_blocks - 1}]"]
         problems = []
         if self.slstm_at and self.embedding_dim % self.slstm.num_heads:
-            problems.append(f"xlstm.embedding_dim={self.embedding_dim} must be divisible by "
-                            f"slstm.num_heads={self.slstm.num_heads}")
+            problems.append(
+                f"xlstm.embedding_dim={self.embedding_dim} must be divisible by slstm.num_heads={self.slstm.num_heads}"
+            )
         if len(self.slstm_at) < self.num_blocks:
             if self.mlstm_block == "pre_up_projection":
                 problems += self.mlstm.inner_dim_problems(self.embedding_dim)
             elif self.embedding_dim % self.mlstm.num_heads:
-                problems.append(f"xlstm.embedding_dim={self.embedding_dim} must be divisible by "
-                                f"mlstm.num_heads={self.mlstm.num_heads} (the post up-projection mLSTM's heads)")
+                problems.append(
+                    f"xlstm.embedding_dim={self.embedding_dim} must be divisible by "
+                    f"mlstm.num_heads={self.mlstm.num_heads} (the post up-projection mLSTM's heads)"
+                )
         return problems
 
     def mlstm_cell_dim(self) -> int:

@@ -63,5 +63,7 @@ def gate_preactivations(inputs: list[torch.Tensor], gates: list[HeadGate]) -> li
         for x, part_weight in zip(inputs[1:], weights[1:]):
             preactivation = preactivation + F.linear(x, part_weight)
         computed = iter(preactivation.transpose(1, 2).chunk(len(dependent), dim=1))  # (B, NH, S) each
-    return [next(computed) if gate.weight is not None else
-            gate.bias.to(inputs[0].dtype)[None, :, None].expand(B, -1, S) for gate in gates]
+    return [
+        next(computed) if gate.weight is not None else gate.bias.to(inputs[0].dtype)[None, :, None].expand(B, -1, S)
+        for gate in gates
+    ]

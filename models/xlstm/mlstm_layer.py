@@ -21,10 +21,22 @@ class MLSTMLayerState(NamedTuple):
 
 def mlstm_gates(config: MLSTMLayerConfig, in_features: int) -> tuple[HeadGate, HeadGate]:
     """The input and forget gate of an mLSTM layer whose gates see ``in_features`` features."""
-    return (HeadGate(in_features, config.num_heads, config.input_gate_input_dependent,
-                     config.input_gate_learnable_bias, config.input_gate_bias_init),
-            HeadGate(in_features, config.num_heads, config.forget_gate_input_dependent,
-                     config.forget_gate_learnable_bias, config.forget_gate_bias_init))
+    return (
+        HeadGate(
+            in_features,
+            config.num_heads,
+            config.input_gate_input_dependent,
+            config.input_gate_learnable_bias,
+            config.input_gate_bias_init,
+        ),
+        HeadGate(
+            in_features,
+            config.num_heads,
+            config.forget_gate_input_dependent,
+            config.forget_gate_learnable_bias,
+            config.forget_gate_bias_init,
+        ),
+    )
 
 
 class MLSTMCellLayer(nn.Module):
@@ -81,8 +93,17 @@ class MLSTMCellLayer(nn.Module):
         q, k, v, i, f = self._qkv_gates(x_cell, x_conv)
         cell = getattr(mlstm_kernels, self.config.formulation)
         options = {"chunk_size": self.config.chunk_size} if self.config.formulation == "chunkwise" else {}
-        h = cell(q, k, v, i, f, forget_gate=self.config.forget_gate, eps=self.config.eps,
-                 backend=self.config.backend, **options)  # (B, NH, S, DH)
+        h = cell(
+            q,
+            k,
+            v,
+            i,
+            f,
+            forget_gate=self.config.forget_gate,
+            eps=self.config.eps,
+            backend=self.config.backend,
+            **options,
+        )  # (B, NH, S, DH)
         return self._output(h, x_conv, extra)
 
     def _conv_branch(self, method: str, x_cell: torch.Tensor, conv_state: torch.Tensor | None):
@@ -99,10 +120,19 @@ class MLSTMCellLayer(nn.Module):
         x_cell, extra = self._cell_input(x)  # (B, C, inner), ...
         x_conv, conv_state = self._conv_branch("forward_chunk", x_cell, state.conv)  # (B, C, inner)
         q, k, v, i, f = self._qkv_gates(x_cell, x_conv)
-        h, cell_state = mlstm_kernels.chunkwise(q, k, v, i, f, initial_state=state.cell, return_state=True,
-                                                forget_gate=self.config.forget_gate, eps=self.config.eps,
-                                                chunk_size=self.config.chunk_size,
-                                                backend=self.config.backend)  # (B, NH, C, DH)
+        h, cell_state = mlstm_kernels.chunkwise(
+            q,
+            k,
+            v,
+            i,
+            f,
+            initial_state=state.cell,
+            return_state=True,
+            forget_gate=self.config.forget_gate,
+            eps=self.config.eps,
+            chunk_size=self.config.chunk_size,
+            backend=self.config.backend,
+        )  # (B, NH, C, DH)
         return self._output(h, x_conv, extra), MLSTMLayerState(conv=conv_state, cell=cell_state)
 
     def init_state(self, batch: int) -> MLSTMLayerState:
@@ -111,7 +141,9 @@ class MLSTMCellLayer(nn.Module):
         like = dict(dtype=reference.dtype, device=reference.device)
         NH, DH = self.config.num_heads, self.head_dim
         cell = mlstm_kernels.MLSTMState(
-            C=torch.zeros(batch, NH, DH, DH, **like), n=torch.zeros(batch, NH, DH, **like), m=torch.zeros(batch, NH, **like)
+            C=torch.zeros(batch, NH, DH, DH, **like),
+            n=torch.zeros(batch, NH, DH, **like),
+            m=torch.zeros(batch, NH, **like),
         )
         conv = self.conv.init_state(batch, self.inner_dim, **like) if self.conv is not None else None
         return MLSTMLayerState(conv=conv, cell=cell)
@@ -122,8 +154,17 @@ class MLSTMCellLayer(nn.Module):
         x_conv, conv_state = self._conv_branch("step", x_cell[:, 0], state.conv)  # (B, inner)
         x_conv = x_conv.unsqueeze(1)  # (B, 1, inner)
         q, k, v, i, f = self._qkv_gates(x_cell, x_conv)
-        h, cell_state = mlstm_kernels.step(q, k, v, i, f, state=state.cell, forget_gate=self.config.forget_gate,
-                                           eps=self.config.eps, backend=self.config.backend)  # (B, NH, 1, DH)
+        h, cell_state = mlstm_kernels.step(
+            q,
+            k,
+            v,
+            i,
+            f,
+            state=state.cell,
+            forget_gate=self.config.forget_gate,
+            eps=self.config.eps,
+            backend=self.config.backend,
+        )  # (B, NH, 1, DH)
         return self._output(h, x_conv, extra).squeeze(1), MLSTMLayerState(conv=conv_state, cell=cell_state)
 
 

@@ -55,8 +55,10 @@ def _stack_config(official_config) -> XLSTMStackConfig:
         _require(ff is not None, "sLSTM blocks without feed-forward")
         _require(ff.ff_type == "ffn_gated" and ff.round_proj_up_dim_up, f"feed-forward {ff.ff_type!r}")
         feedforward = FeedForwardConfig(
-            proj_factor=ff.proj_factor, round_proj_up_to=ff.round_proj_up_to_multiple_of,
-            activation=ff.act_fn, bias=ff.bias,
+            proj_factor=ff.proj_factor,
+            round_proj_up_to=ff.round_proj_up_to_multiple_of,
+            activation=ff.act_fn,
+            bias=ff.bias,
         )
     return XLSTMStackConfig(
         embedding_dim=official_config.embedding_dim,
@@ -137,7 +139,9 @@ def from_official(official_model: nn.Module) -> XLSTMStack | XLSTMLanguageModel:
     if isinstance(official_model, xLSTMLMModel):
         config = official_model.config
         ours = XLSTMLanguageModel(
-            XLSTMLanguageModelConfig(stack=_stack_config(config), vocab_size=config.vocab_size, tie_weights=config.tie_weights)
+            XLSTMLanguageModelConfig(
+                stack=_stack_config(config), vocab_size=config.vocab_size, tie_weights=config.tie_weights
+            )
         )
         official_stack = official_model.xlstm_block_stack
     elif isinstance(official_model, xLSTMBlockStack):

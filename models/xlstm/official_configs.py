@@ -34,8 +34,9 @@ def official_config(ratio: str, embedding_dim: int, context_length: int, vocab_s
     fields = dict(
         mlstm_block=mLSTMBlockConfig(mlstm=mLSTMLayerConfig(conv1d_kernel_size=4, qkv_proj_blocksize=4, num_heads=4)),
         slstm_block=sLSTMBlockConfig(
-            slstm=sLSTMLayerConfig(backend="vanilla", num_heads=4, conv1d_kernel_size=4,
-                                   bias_init="powerlaw_blockdependent"),
+            slstm=sLSTMLayerConfig(
+                backend="vanilla", num_heads=4, conv1d_kernel_size=4, bias_init="powerlaw_blockdependent"
+            ),
             feedforward=FeedForwardConfig(proj_factor=1.3, act_fn="gelu"),
         ),
         context_length=context_length,

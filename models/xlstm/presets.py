@@ -17,8 +17,13 @@ SIZES = {
 RATIOS = ("xlstm_1_0", "xlstm_7_1", "xlstm_0_1", "xlstm_1_1")
 
 # model name -> the paper's name (reports print it)
-DISPLAY_NAMES = {"xlstm": "xLSTM", "xlstm_1_0": "xLSTM[1:0]", "xlstm_7_1": "xLSTM[7:1]", "xlstm_0_1": "xLSTM[0:1]",
-                 "xlstm_1_1": "xLSTM[1:1]"}
+DISPLAY_NAMES = {
+    "xlstm": "xLSTM",
+    "xlstm_1_0": "xLSTM[1:0]",
+    "xlstm_7_1": "xLSTM[7:1]",
+    "xlstm_0_1": "xLSTM[0:1]",
+    "xlstm_1_1": "xLSTM[1:1]",
+}
 
 
 # The paper's sLSTM positions of xLSTM[7:1] by number of blocks (Appendix D); 24 blocks is the 125M model
@@ -49,8 +54,14 @@ def slstm_positions(ratio: str, num_blocks: int) -> list[int]:
 def stack_config(ratio: str, embedding_dim: int, num_blocks: int, **overrides) -> XLSTMStackConfig:
     if "slstm_at" in overrides:
         raise ValueError(f"{ratio} places its sLSTM blocks itself; give slstm_at to the `xlstm` backbone instead")
-    return config_from(XLSTMStackConfig, ratio, embedding_dim=embedding_dim, num_blocks=num_blocks,
-                       slstm_at=slstm_positions(ratio, num_blocks), **overrides)
+    return config_from(
+        XLSTMStackConfig,
+        ratio,
+        embedding_dim=embedding_dim,
+        num_blocks=num_blocks,
+        slstm_at=slstm_positions(ratio, num_blocks),
+        **overrides,
+    )
 
 
 def _ratio_config(ratio: str):
@@ -61,9 +72,7 @@ def _ratio_config(ratio: str):
 
 
 # Backbone name -> config function: `xlstm` takes explicit sLSTM positions, the ratios place them.
-CONFIGS = {"xlstm": backbone_config(XLSTMStackConfig, "xlstm")} | {
-    ratio: _ratio_config(ratio) for ratio in RATIOS
-}
+CONFIGS = {"xlstm": backbone_config(XLSTMStackConfig, "xlstm")} | {ratio: _ratio_config(ratio) for ratio in RATIOS}
 
 
 def language_model_config(ratio: str, size: str, vocab_size: int = GPT2_VOCAB_PADDED) -> XLSTMLanguageModelConfig:

@@ -70,8 +70,13 @@ class SLSTMLayer(nn.Module):
 
     def _scan(self, wx: torch.Tensor, initial_state=None, return_state=False):
         return slstm_kernels.scan(
-            wx, self.recurrent_kernel, self.bias, initial_state=initial_state, return_state=return_state,
-            forget_gate=self.config.forget_gate, recurrent_grad_clip=self.config.recurrent_grad_clip,
+            wx,
+            self.recurrent_kernel,
+            self.bias,
+            initial_state=initial_state,
+            return_state=return_state,
+            forget_gate=self.config.forget_gate,
+            recurrent_grad_clip=self.config.recurrent_grad_clip,
             backend=self.config.backend,
         )
 

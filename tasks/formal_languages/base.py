@@ -55,8 +55,14 @@ class FormalLanguageTask(abc.ABC):
 
     @property
     def spec(self) -> TaskSpec:
-        return TaskSpec(name=self.name, input_kind="tokens", input_size=self.vocab_size,
-                        num_classes=self.vocab_size, random_accuracy=self.random_accuracy, group=self.group)
+        return TaskSpec(
+            name=self.name,
+            input_kind="tokens",
+            input_size=self.vocab_size,
+            num_classes=self.vocab_size,
+            random_accuracy=self.random_accuracy,
+            group=self.group,
+        )
 
     def encode(self, tokens: list[str]) -> np.ndarray:
         return np.array([self.token_ids[token] for token in tokens], dtype=np.int64)
@@ -78,8 +84,9 @@ class FormalLanguageTask(abc.ABC):
         if lengths.ndim != 1 or lengths.size == 0:
             raise ValueError(f"{self.name}: lengths must be a non-empty 1-D array, got shape {lengths.shape}")
         if lengths.min() < self.min_length:
-            raise ValueError(f"{self.name}: length {lengths.min()} is too short; valid lengths are >= "
-                             f"{self.min_length}")
+            raise ValueError(
+                f"{self.name}: length {lengths.min()} is too short; valid lengths are >= {self.min_length}"
+            )
         return self._sample(lengths, rng)
 
     @abc.abstractmethod

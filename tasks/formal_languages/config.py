@@ -29,9 +29,12 @@ class FormalLanguageTaskConfig:
         shortest = get_task(self.name).min_length
         problems = []
         if self.train_max_length < shortest:
-            problems.append(f"train_max_length={self.train_max_length} is below {self.name}'s shortest sequence "
-                            f"({shortest})")
+            problems.append(
+                f"train_max_length={self.train_max_length} is below {self.name}'s shortest sequence ({shortest})"
+            )
         if not shortest <= self.eval_min_length <= self.eval_max_length:
-            problems.append(f"eval_min_length={self.eval_min_length} and eval_max_length={self.eval_max_length} "
-                            f"must satisfy {shortest} <= eval_min_length <= eval_max_length")
+            problems.append(
+                f"eval_min_length={self.eval_min_length} and eval_max_length={self.eval_max_length} "
+                f"must satisfy {shortest} <= eval_min_length <= eval_max_length"
+            )
         return problems

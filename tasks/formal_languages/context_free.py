@@ -37,8 +37,9 @@ class ExpressionTreeLevel:
     right: np.ndarray  # index of the right child in the next level (inner nodes)
 
 
-def random_bracket_expressions(expression_lengths: np.ndarray, rng: np.random.Generator,
-                               token_ids: dict[str, int]) -> tuple[np.ndarray, list[ExpressionTreeLevel]]:
+def random_bracket_expressions(
+    expression_lengths: np.ndarray, rng: np.random.Generator, token_ids: dict[str, int]
+) -> tuple[np.ndarray, list[ExpressionTreeLevel]]:
     """Random bracketed expressions of exactly expression_lengths[n] tokens (Deletang et al.'s grammar).
 
     length 1: d; 2: - d; 3: ( d ); 4: ( - d ); >= 5: ( left op right ), the left length uniform in
@@ -69,8 +70,11 @@ def random_bracket_expressions(expression_lengths: np.ndarray, rng: np.random.Ge
         tokens[row[inner], (offset + 1 + left_length)[inner]] = operator_ids[operator[inner]]
 
         inner_index = np.cumsum(inner) - 1  # (M,) rank of an inner node among the inner nodes
-        levels.append(ExpressionTreeLevel(row, leaf, digit, negated, digit_position, operator,
-                                          left=inner_index, right=inner.sum() + inner_index))
+        levels.append(
+            ExpressionTreeLevel(
+                row, leaf, digit, negated, digit_position, operator, left=inner_index, right=inner.sum() + inner_index
+            )
+        )
         row = np.concatenate([row[inner], row[inner]])
         offset = np.concatenate([offset[inner] + 1, (offset + 2 + left_length)[inner]])
         length = np.concatenate([left_length[inner], (length - 3 - left_length)[inner]])
@@ -96,11 +100,15 @@ def evaluate_affine(levels: list[ExpressionTreeLevel], x_positions: np.ndarray) 
         operator = level.operator[inner]
         is_plus, is_minus = operator == PLUS, operator == MINUS
         coefficient[inner] = np.select(
-            [is_plus, is_minus], [left_coefficient + right_coefficient, left_coefficient - right_coefficient],
-            default=left_coefficient * right_constant + left_constant * right_coefficient)
+            [is_plus, is_minus],
+            [left_coefficient + right_coefficient, left_coefficient - right_coefficient],
+            default=left_coefficient * right_constant + left_constant * right_coefficient,
+        )
         constant[inner] = np.select(
-            [is_plus, is_minus], [left_constant + right_constant, left_constant - right_constant],
-            default=left_constant * right_constant)
+            [is_plus, is_minus],
+            [left_constant + right_constant, left_constant - right_constant],
+            default=left_constant * right_constant,
+        )
         below_coefficient, below_constant = coefficient % MODULUS, constant % MODULUS
     return below_coefficient, below_constant  # the root level holds row n at index n
 
@@ -128,8 +136,11 @@ class ModularArithmeticBrackets(FormalLanguageTask):
         expression_lengths = lengths - 2
         expressions, levels = random_bracket_expressions(expression_lengths, rng, self.token_ids)
         _, values = evaluate_affine(levels, np.full(rows, -1))
-        pieces = [(expressions, expression_lengths), constant_piece(self.token_ids["="], rows),
-                  single_token_piece(self.encode(list(DIGITS))[values])]
+        pieces = [
+            (expressions, expression_lengths),
+            constant_piece(self.token_ids["="], rows),
+            single_token_piece(self.encode(list(DIGITS))[values]),
+        ]
         return assemble(lengths.max(), pieces, answer_piece=2)
 
 
@@ -149,8 +160,13 @@ class SolveEquation(FormalLanguageTask):
     min_length = 5
 
     def answer(self, prompt: list[str]) -> list[str]:
-        if len(prompt) < 4 or prompt[-3] != "=" or prompt[-2] not in DIGITS or prompt[-1] != ACT \
-                or prompt.count("x") != 1:
+        if (
+            len(prompt) < 4
+            or prompt[-3] != "="
+            or prompt[-2] not in DIGITS
+            or prompt[-1] != ACT
+            or prompt.count("x") != 1
+        ):
             raise ValueError(f"not an equation `expression with one x = value {ACT}`: {prompt}")
         expression, value = prompt[:-3], int(prompt[-2])
         solutions = [x for x in range(MODULUS) if evaluate_modular(expression, x=x) == value]
@@ -163,13 +179,18 @@ class SolveEquation(FormalLanguageTask):
         expression_lengths = lengths - 4
         expressions, solutions, values = self._equations(expression_lengths, rng)
         digit_ids = self.encode(list(DIGITS))
-        pieces = [(expressions, expression_lengths), constant_piece(self.token_ids["="], rows),
-                  single_token_piece(digit_ids[values]), constant_piece(self.token_ids[ACT], rows),
-                  single_token_piece(digit_ids[solutions])]
+        pieces = [
+            (expressions, expression_lengths),
+            constant_piece(self.token_ids["="], rows),
+            single_token_piece(digit_ids[values]),
+            constant_piece(self.token_ids[ACT], rows),
+            single_token_piece(digit_ids[solutions]),
+        ]
         return assemble(lengths.max(), pieces, answer_piece=4)
 
-    def _equations(self, expression_lengths: np.ndarray,
-                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _equations(
+        self, expression_lengths: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Expressions with x (N, E), the digit x replaced (N,) and the value (N,); redraws non-unique rows."""
         rows = len(expression_lengths)
         expressions = np.zeros((rows, expression_lengths.max()), dtype=np.int64)
@@ -186,7 +207,7 @@ class SolveEquation(FormalLanguageTask):
 
             unique = coefficient != 0
             done = pending[unique]
-            expressions[done, :tokens.shape[1]] = tokens[unique]
+            expressions[done, : tokens.shape[1]] = tokens[unique]
             solutions[done] = x_digits[unique]
             values[done] = (coefficient * x_digits + constant)[unique] % MODULUS
             pending = pending[~unique]
@@ -248,14 +269,20 @@ class StackManipulation(FormalLanguageTask):
         operations, operation_counts = self._operations(initial_sizes, symbol_counts - initial_sizes, rng)
 
         history, _, history_lengths = concatenate(
-            int((initial_sizes + operation_counts).max()), [(initial, initial_sizes), (operations, operation_counts)])
+            int((initial_sizes + operation_counts).max()), [(initial, initial_sizes), (operations, operation_counts)]
+        )
         final_stack, final_sizes = self._final_stack(history, history_lengths)
-        pieces = [(initial, initial_sizes), (operations, operation_counts), constant_piece(self.token_ids[ACT], rows),
-                  (final_stack, final_sizes)]
+        pieces = [
+            (initial, initial_sizes),
+            (operations, operation_counts),
+            constant_piece(self.token_ids[ACT], rows),
+            (final_stack, final_sizes),
+        ]
         return assemble(lengths.max(), pieces, answer_piece=3)
 
-    def _operations(self, initial_sizes: np.ndarray, push_counts: np.ndarray,
-                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    def _operations(
+        self, initial_sizes: np.ndarray, push_counts: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Operation ids (N, M) and counts (N,): all pushes, in random order with up to K pops, minus the pops
         that would hit an empty stack and, if the stack would end empty, the last pop."""
         rows = len(initial_sizes)
@@ -278,8 +305,9 @@ class StackManipulation(FormalLanguageTask):
         keep[np.flatnonzero(ends_empty), last_pop[ends_empty]] = False
 
         first_push = self.token_ids["PS1"]
-        operation_ids = np.where(is_push, rng.integers(first_push, first_push + 4, size=(rows, width)),
-                                 self.token_ids["POP"])  # (N, M)
+        operation_ids = np.where(
+            is_push, rng.integers(first_push, first_push + 4, size=(rows, width)), self.token_ids["POP"]
+        )  # (N, M)
         kept_first = np.argsort(~keep, axis=1, kind="stable")  # (N, M) kept operations in their order
         return np.take_along_axis(operation_ids, kept_first, axis=1), keep.sum(axis=1)
 
@@ -296,7 +324,8 @@ class StackManipulation(FormalLanguageTask):
         survives = places & (lowest_after >= level)  # (N, H)
 
         stack_symbol = np.arange(len(self.tokens))  # token id -> the stack symbol it places
-        stack_symbol[self.token_ids["PS1"]:self.token_ids["PS4"] + 1] = np.arange(
-            self.token_ids["ST1"], self.token_ids["ST4"] + 1)
+        stack_symbol[self.token_ids["PS1"] : self.token_ids["PS4"] + 1] = np.arange(
+            self.token_ids["ST1"], self.token_ids["ST4"] + 1
+        )
         survivors_first = np.argsort(~survives, axis=1, kind="stable")  # (N, H)
         return gather_rows(stack_symbol[history], survivors_first), survives.sum(axis=1)

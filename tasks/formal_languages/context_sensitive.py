@@ -62,8 +62,11 @@ class MissingDuplicate(FormalLanguageTask):
     def answer(self, prompt: list[str]) -> list[str]:
         half = len(prompt) // 2
         original, copy = prompt[:half], prompt[half:]
-        if len(prompt) % 2 or copy.count("[MIS]") != 1 or any(
-                kept not in (symbol, "[MIS]") for symbol, kept in zip(original, copy)):
+        if (
+            len(prompt) % 2
+            or copy.count("[MIS]") != 1
+            or any(kept not in (symbol, "[MIS]") for symbol, kept in zip(original, copy))
+        ):
             raise ValueError(f"not a string followed by its copy with one [MIS]: {prompt}")
         return [original[copy.index("[MIS]")]]
 
@@ -113,8 +116,9 @@ def first_occurrences(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     keyed = np.where(valid, values, values.max() + 1)  # (N, W) padding forms its own, last group
     by_value = np.argsort(keyed, axis=1, kind="stable")  # (N, W) positions grouped by value, earliest first
     sorted_values = np.take_along_axis(keyed, by_value, axis=1)
-    opens_group = np.concatenate([np.ones((len(values), 1), dtype=bool),
-                                  sorted_values[:, 1:] != sorted_values[:, :-1]], axis=1)  # (N, W)
+    opens_group = np.concatenate(
+        [np.ones((len(values), 1), dtype=bool), sorted_values[:, 1:] != sorted_values[:, :-1]], axis=1
+    )  # (N, W)
     first = np.zeros_like(valid)
     np.put_along_axis(first, by_value, opens_group, axis=1)
     return first & valid
@@ -146,12 +150,16 @@ class OrderedSet(FormalLanguageTask):
         distinct_counts = rng.integers(1, np.minimum(symbol_count, (lengths - 1) // 2) + 1)  # (N,) d
         prompt_lengths = lengths - 1 - distinct_counts  # (N,) n >= d
         width = prompt_lengths.max()
-        palette = 1 + np.argsort(rng.random((rows, symbol_count)), axis=1)[:, :distinct_counts.max()]  # (N, d)
+        palette = 1 + np.argsort(rng.random((rows, symbol_count)), axis=1)[:, : distinct_counts.max()]  # (N, d)
         slot = np.arange(width)[None, :]  # (1, n)
-        palette_index = np.where(slot < distinct_counts[:, None], slot,
-                                 rng.integers(0, distinct_counts[:, None], size=(rows, width)))  # (N, n)
+        palette_index = np.where(
+            slot < distinct_counts[:, None], slot, rng.integers(0, distinct_counts[:, None], size=(rows, width))
+        )  # (N, n)
         prompt = gather_rows(gather_rows(palette, palette_index), shuffled_positions(rng, prompt_lengths, width))
         first_seen_first = np.argsort(~first_occurrences(prompt, prompt_lengths), axis=1, kind="stable")  # (N, n)
-        pieces = [(prompt, prompt_lengths), constant_piece(self.token_ids[ACT], rows),
-                  (gather_rows(prompt, first_seen_first), distinct_counts)]
+        pieces = [
+            (prompt, prompt_lengths),
+            constant_piece(self.token_ids[ACT], rows),
+            (gather_rows(prompt, first_seen_first), distinct_counts),
+        ]
         return assemble(lengths.max(), pieces, answer_piece=2)

@@ -26,8 +26,9 @@ TRAIN_STREAM, VALIDATION_STREAM, TEST_STREAM = 0, 1, 2  # second entry of the se
 Batch = tuple[torch.Tensor, torch.Tensor]  # inputs (B, L) int64, targets (B, L) int64
 
 
-def make_examples(task: FormalLanguageTask, lengths: np.ndarray,
-                  rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def make_examples(
+    task: FormalLanguageTask, lengths: np.ndarray, rng: np.random.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Model inputs and targets, both (N, max(lengths)) int64.
 
     inputs: the sequences with [PAD] at the answer positions; targets: the answer tokens at the answer
@@ -61,8 +62,14 @@ class TrainingBatches(IterableDataset):
     micro-batches (tasks.training_position), so a step reads the same samples on any number of processes, and each
     micro-batch is padded to its longest sequence. Use with `DataLoader(dataset, batch_size=None)`."""
 
-    def __init__(self, task: FormalLanguageTask, batch_size: int, max_length: int, data_seed: int,
-                 position: TrainingPosition = TrainingPosition()) -> None:
+    def __init__(
+        self,
+        task: FormalLanguageTask,
+        batch_size: int,
+        max_length: int,
+        data_seed: int,
+        position: TrainingPosition = TrainingPosition(),
+    ) -> None:
         micro_batch_size(batch_size, position)  # fails early when the global batch does not split
         self.task, self.batch_size, self.max_length, self.data_seed = task, batch_size, max_length, data_seed
         self.position = position
@@ -77,14 +84,16 @@ class TrainingBatches(IterableDataset):
         index = self.position.start_step
         while True:
             inputs, targets = self.batch(index)  # (B, L) each
-            for micro_inputs, micro_targets in zip(self.position.micro_batches(inputs),
-                                                   self.position.micro_batches(targets)):
+            for micro_inputs, micro_targets in zip(
+                self.position.micro_batches(inputs), self.position.micro_batches(targets)
+            ):
                 yield _cut_padding(micro_inputs, micro_targets)
             index += 1
 
 
-def fixed_batches(task: FormalLanguageTask, samples: int, batch_size: int, min_length: int, max_length: int,
-                  seed: tuple[int, int]) -> list[Batch]:
+def fixed_batches(
+    task: FormalLanguageTask, samples: int, batch_size: int, min_length: int, max_length: int, seed: tuple[int, int]
+) -> list[Batch]:
     """A fixed evaluation set: `samples` sequences with lengths uniform in min_length..max_length, sorted by
     length and cut into batches of `batch_size`, each padded to its own longest sequence."""
     rng = np.random.default_rng(list(seed))
@@ -101,9 +110,18 @@ class FormalLanguageDataModule(lightning.LightningDataModule):
     answer tokens there and IGNORE_INDEX (-100) elsewhere.
     """
 
-    def __init__(self, task_name: str, batch_size: int, train_max_length: int = 40, eval_min_length: int = 40,
-                 eval_max_length: int = 256, data_seed: int = 0, val_samples: int = 512, test_samples: int = 512,
-                 eval_batch_size: int | None = None) -> None:
+    def __init__(
+        self,
+        task_name: str,
+        batch_size: int,
+        train_max_length: int = 40,
+        eval_min_length: int = 40,
+        eval_max_length: int = 256,
+        data_seed: int = 0,
+        val_samples: int = 512,
+        test_samples: int = 512,
+        eval_batch_size: int | None = None,
+    ) -> None:
         super().__init__()
         self.task = get_task(task_name)
         eval_batch_size = batch_size if eval_batch_size is None else eval_batch_size
@@ -118,7 +136,10 @@ class FormalLanguageDataModule(lightning.LightningDataModule):
         _check_at_least("eval_max_length", eval_max_length, eval_min_length, "eval_min_length")
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
         self.train_max_length, self.eval_min_length, self.eval_max_length = (
-            train_max_length, eval_min_length, eval_max_length)
+            train_max_length,
+            eval_min_length,
+            eval_max_length,
+        )
         self.data_seed, self.val_samples, self.test_samples = data_seed, val_samples, test_samples
         self._val_batches: list[Batch] | None = None
         self._test_batches: list[Batch] | None = None
@@ -130,8 +151,9 @@ class FormalLanguageDataModule(lightning.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         """Training batches from the trainer's step on (its global_step, restored before Lightning asks for this
         loader when a run resumes)."""
-        dataset = TrainingBatches(self.task, self.batch_size, self.train_max_length, self.data_seed,
-                                  training_position(self))
+        dataset = TrainingBatches(
+            self.task, self.batch_size, self.train_max_length, self.data_seed, training_position(self)
+        )
         return DataLoader(dataset, batch_size=None)
 
     def val_dataloader(self) -> DataLoader:
@@ -145,8 +167,14 @@ class FormalLanguageDataModule(lightning.LightningDataModule):
         return evaluation_loader(self, self._test_batches)
 
     def _evaluation_batches(self, samples: int, stream: int) -> list[Batch]:
-        return fixed_batches(self.task, samples, self.eval_batch_size, self.eval_min_length, self.eval_max_length,
-                             seed=(self.data_seed, stream))
+        return fixed_batches(
+            self.task,
+            samples,
+            self.eval_batch_size,
+            self.eval_min_length,
+            self.eval_max_length,
+            seed=(self.data_seed, stream),
+        )
 
 
 def _check_at_least(name: str, value: int, minimum: int, minimum_is: str = "") -> None:
@@ -158,7 +186,12 @@ def _check_at_least(name: str, value: int, minimum: int, minimum_is: str = "") -
 def build_datamodule(config: FormalLanguageTaskConfig, batch_size: int) -> FormalLanguageDataModule:
     """The datamodule of a run's task config (configs/task/*.yaml)."""
     return FormalLanguageDataModule(
-        task_name=config.name, batch_size=batch_size, train_max_length=config.train_max_length,
-        eval_min_length=config.eval_min_length, eval_max_length=config.eval_max_length, data_seed=config.data_seed,
-        val_samples=config.val_samples, test_samples=config.test_samples,
+        task_name=config.name,
+        batch_size=batch_size,
+        train_max_length=config.train_max_length,
+        eval_min_length=config.eval_min_length,
+        eval_max_length=config.eval_max_length,
+        data_seed=config.data_seed,
+        val_samples=config.val_samples,
+        test_samples=config.test_samples,
     )

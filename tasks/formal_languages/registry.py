@@ -14,10 +14,21 @@ from tasks.formal_languages.counting import Majority, MajorityCount
 from tasks.formal_languages.regular import CycleNavigation, EvenPairs, ModularArithmetic, Parity
 
 _TASK_CLASSES = (
-    CycleNavigation, EvenPairs, ModularArithmetic, Parity,  # regular
-    ModularArithmeticBrackets, ReverseString, SolveEquation, StackManipulation,  # deterministic context-free
-    BucketSort, MissingDuplicate, OddsFirst, Repetition, OrderedSet,  # context-sensitive
-    Majority, MajorityCount,  # counting
+    CycleNavigation,
+    EvenPairs,
+    ModularArithmetic,
+    Parity,  # regular
+    ModularArithmeticBrackets,
+    ReverseString,
+    SolveEquation,
+    StackManipulation,  # deterministic context-free
+    BucketSort,
+    MissingDuplicate,
+    OddsFirst,
+    Repetition,
+    OrderedSet,  # context-sensitive
+    Majority,
+    MajorityCount,  # counting
 )
 FORMAL_LANGUAGE_TASKS: dict[str, FormalLanguageTask] = {cls.name: cls() for cls in _TASK_CLASSES}
 

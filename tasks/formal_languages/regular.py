@@ -88,8 +88,9 @@ def _discrete_log_tables(modulus: int) -> tuple[np.ndarray, np.ndarray]:
     raise ValueError(f"modulus {modulus} is not a prime > 2")
 
 
-def sum_of_products(numbers: np.ndarray, operators: np.ndarray, counts: np.ndarray,
-                    modulus: int = MODULUS) -> np.ndarray:
+def sum_of_products(
+    numbers: np.ndarray, operators: np.ndarray, counts: np.ndarray, modulus: int = MODULUS
+) -> np.ndarray:
     """Values mod `modulus` of `n0 o0 n1 o1 ... n(c-1)` (c = counts[row]) with * before + and -.
 
     numbers (N, K) in 0..modulus-1, operators (N, K-1) codes PLUS / MINUS / TIMES. A product of residues
@@ -205,6 +206,9 @@ class ModularArithmetic(FormalLanguageTask):
         expression = np.empty((rows, 2 * width - 1), dtype=np.int64)  # (N, 2K-1)
         expression[:, 0::2] = digit_ids[numbers]
         expression[:, 1::2] = operator_ids[operators]
-        pieces = [(expression, 2 * number_counts - 1), constant_piece(self.token_ids["="], rows),
-                  single_token_piece(digit_ids[values])]
+        pieces = [
+            (expression, 2 * number_counts - 1),
+            constant_piece(self.token_ids["="], rows),
+            single_token_piece(digit_ids[values]),
+        ]
         return assemble(lengths.max(), pieces, answer_piece=2)

@@ -47,9 +47,16 @@ class LMTaskConfig:
         """Accuracy of guessing: one over the tokenizer's ids (the padding ids never occur); the frequency buckets'
         names where the config has them."""
         buckets = None if self.frequency_edges is None else bucket_labels(list(self.frequency_edges))
-        return TaskSpec(name=self.name, input_kind="tokens", input_size=self.vocab_size, num_classes=self.vocab_size,
-                        random_accuracy=1 / TOKENIZERS[self.tokenizer].vocabulary, group="language modelling",
-                        output_kind="vocab", token_buckets=buckets)
+        return TaskSpec(
+            name=self.name,
+            input_kind="tokens",
+            input_size=self.vocab_size,
+            num_classes=self.vocab_size,
+            random_accuracy=1 / TOKENIZERS[self.tokenizer].vocabulary,
+            group="language modelling",
+            output_kind="vocab",
+            token_buckets=buckets,
+        )
 
     def corpus_split(self, part: str) -> str | None:
         """The corpus split that ``part`` (train, validation, test) reads; None where it is held out."""
@@ -59,22 +66,32 @@ class LMTaskConfig:
         problems = []
         ids = TOKENIZERS[self.tokenizer].vocabulary
         if self.vocab_size < ids:
-            problems.append(f"vocab_size={self.vocab_size} is smaller than the {self.tokenizer} tokenizer's {ids} "
-                            f"ids; valid: vocab_size >= {ids} (the paper's models: {MODEL_VOCABULARY})")
+            problems.append(
+                f"vocab_size={self.vocab_size} is smaller than the {self.tokenizer} tokenizer's {ids} "
+                f"ids; valid: vocab_size >= {ids} (the paper's models: {MODEL_VOCABULARY})"
+            )
         if self.max_train_tokens is not None and self.max_train_tokens < self.context_length + 1:
-            problems.append(f"max_train_tokens={self.max_train_tokens} is fewer than one sequence of context_length "
-                            f"+ 1 tokens; valid: max_train_tokens >= {self.context_length + 1}, or null")
+            problems.append(
+                f"max_train_tokens={self.max_train_tokens} is fewer than one sequence of context_length "
+                f"+ 1 tokens; valid: max_train_tokens >= {self.context_length + 1}, or null"
+            )
         held_out = [part for part in ("validation", "test") if self.corpus_split(part) is None]
         if held_out and self.holdout_fraction == 0:
-            problems.append(f"holdout_fraction=0 holds out no documents for {' and '.join(held_out)} (their splits "
-                            "are null); valid: 0 < holdout_fraction <= 0.5, or name their corpus splits")
+            problems.append(
+                f"holdout_fraction=0 holds out no documents for {' and '.join(held_out)} (their splits "
+                "are null); valid: 0 < holdout_fraction <= 0.5, or name their corpus splits"
+            )
         for part in ("validation", "test"):
             if self.corpus_split(part) == self.train_split:
-                problems.append(f"{part}_split={self.train_split!r} is the training split: it would score documents "
-                                "the model trained on; name another split, or null to hold out documents")
+                problems.append(
+                    f"{part}_split={self.train_split!r} is the training split: it would score documents "
+                    "the model trained on; name another split, or null to hold out documents"
+                )
         if self.validation_split is not None and self.validation_split == self.test_split:
-            problems.append(f"validation_split and test_split are both {self.validation_split!r}; valid: two "
-                            "different splits, or null to hold out documents")
+            problems.append(
+                f"validation_split and test_split are both {self.validation_split!r}; valid: two "
+                "different splits, or null to hold out documents"
+            )
         if self.frequency_edges is not None:
             problems += edges_problems(list(self.frequency_edges))
         splits = [self.train_split, *(split for split in (self.validation_split, self.test_split) if split)]

@@ -26,8 +26,14 @@ from tasks.lm.offline_corpus import OFFLINE_CORPORA, OFFLINE_PREFIX, offline_fil
 from tasks.lm.wikitext import wikitext_articles
 
 # file ending -> datasets' packaged builder that reads it (compressed files are decompressed while streaming)
-FORMATS = {".jsonl": "json", ".jsonl.zst": "json", ".jsonl.gz": "json", ".json": "json", ".parquet": "parquet",
-           ".txt": "text"}
+FORMATS = {
+    ".jsonl": "json",
+    ".jsonl.zst": "json",
+    ".jsonl.gz": "json",
+    ".json": "json",
+    ".parquet": "parquet",
+    ".txt": "text",
+}
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 LOCAL_SPLIT = "train"  # the one split of local files without {split}
 DOCUMENTS_PER_BATCH = 256
@@ -38,8 +44,12 @@ def corpus_kind(corpus: str) -> str:
     {split}, and looks like owner/name is a hub id."""
     if corpus.startswith(OFFLINE_PREFIX):
         return "offline"
-    looks_local = (Path(corpus).exists() or any(mark in corpus for mark in "*?[{") or corpus.startswith(("/", ".", "~"))
-                   or file_format(corpus) is not None)
+    looks_local = (
+        Path(corpus).exists()
+        or any(mark in corpus for mark in "*?[{")
+        or corpus.startswith(("/", ".", "~"))
+        or file_format(corpus) is not None
+    )
     return "hub" if not looks_local and HUB_ID.fullmatch(corpus) else "local"
 
 
@@ -54,22 +64,31 @@ def corpus_problems(corpus: str, splits: list[str], corpus_config: str | None = 
     nothing read), one message each."""
     kind = corpus_kind(corpus)
     if corpus_config is not None and kind != "hub":
-        return [f"corpus_config={corpus_config!r} names a configuration of a hub dataset; corpus={corpus!r} is "
-                f"{kind} files: set corpus_config to null"]
+        return [
+            f"corpus_config={corpus_config!r} names a configuration of a hub dataset; corpus={corpus!r} is "
+            f"{kind} files: set corpus_config to null"
+        ]
     if kind == "offline":
         name = corpus.removeprefix(OFFLINE_PREFIX)
         if name not in OFFLINE_CORPORA:
-            return [f"corpus={corpus!r} is not an offline corpus; valid choices: "
-                    f"{[OFFLINE_PREFIX + known for known in sorted(OFFLINE_CORPORA)]}"]
-        return [f"corpus={corpus!r} has only the split {LOCAL_SPLIT!r}, not {split!r} (hold out documents instead)"
-                for split in splits if split != LOCAL_SPLIT]
+            return [
+                f"corpus={corpus!r} is not an offline corpus; valid choices: "
+                f"{[OFFLINE_PREFIX + known for known in sorted(OFFLINE_CORPORA)]}"
+            ]
+        return [
+            f"corpus={corpus!r} has only the split {LOCAL_SPLIT!r}, not {split!r} (hold out documents instead)"
+            for split in splits
+            if split != LOCAL_SPLIT
+        ]
     if kind == "hub":
         return []
     problems = []
     for split in dict.fromkeys(splits):
         if "{split}" not in corpus and split != LOCAL_SPLIT:
-            problems.append(f"corpus={corpus!r} (local files) has only the split {LOCAL_SPLIT!r}, not {split!r}: "
-                            "hold out documents instead, or put {split} in its path")
+            problems.append(
+                f"corpus={corpus!r} (local files) has only the split {LOCAL_SPLIT!r}, not {split!r}: "
+                "hold out documents instead, or put {split} in its path"
+            )
             continue
         try:
             local_files(corpus, split)
@@ -84,20 +103,28 @@ def local_files(corpus: str, split: str) -> tuple[list[Path], str]:
     if any(mark in pattern for mark in "*?["):
         files = [Path(match) for match in sorted(glob.glob(pattern, recursive=True)) if Path(match).is_file()]
     elif Path(pattern).is_dir():
-        files = sorted(path for path in Path(pattern).rglob("*") if path.is_file() and file_format(path.name)
-                       and not any(part.startswith(".") for part in path.relative_to(pattern).parts))
+        files = sorted(
+            path
+            for path in Path(pattern).rglob("*")
+            if path.is_file()
+            and file_format(path.name)
+            and not any(part.startswith(".") for part in path.relative_to(pattern).parts)
+        )
     elif Path(pattern).is_file():
         files = [Path(pattern)]
     else:
-        raise FileNotFoundError(f"corpus={corpus!r}: no such file or directory {pattern!r} (a corpus is a hub id "
-                                f"owner/name, local files of the formats {sorted(FORMATS)}, or "
-                                f"{OFFLINE_PREFIX}<name>)")
+        raise FileNotFoundError(
+            f"corpus={corpus!r}: no such file or directory {pattern!r} (a corpus is a hub id "
+            f"owner/name, local files of the formats {sorted(FORMATS)}, or "
+            f"{OFFLINE_PREFIX}<name>)"
+        )
     if not files:
         raise FileNotFoundError(f"corpus={corpus!r}: {pattern!r} holds no files of the formats {sorted(FORMATS)}")
     unknown = [str(path) for path in files if file_format(path.name) is None]
     if unknown:
-        raise ValueError(f"corpus={corpus!r}: {unknown[0]!r} is not of a known format; valid formats: "
-                         f"{sorted(FORMATS)}")
+        raise ValueError(
+            f"corpus={corpus!r}: {unknown[0]!r} is not of a known format; valid formats: {sorted(FORMATS)}"
+        )
     builders = sorted({file_format(path.name) for path in files})
     if len(builders) > 1:
         raise ValueError(f"corpus={corpus!r} mixes formats read by different builders {builders}; give files of one")
@@ -125,8 +152,9 @@ def corpus_fingerprint(corpus: str, split: str) -> dict:
     return {"files": len(files), "listing_sha256": hashlib.sha256(listing.encode()).hexdigest()}
 
 
-def document_batches(corpus: str, split: str, text_field: str, corpus_config: str | None = None,
-                     documents: str = "records") -> Iterator[list[str]]:
+def document_batches(
+    corpus: str, split: str, text_field: str, corpus_config: str | None = None, documents: str = "records"
+) -> Iterator[list[str]]:
     """The texts of the split's documents in corpus order, DOCUMENTS_PER_BATCH at a time: each record one
     (``documents`` records) or WikiText's line records joined by article (wikitext_articles)."""
     batches = record_batches(corpus, split, text_field, corpus_config)
@@ -144,11 +172,14 @@ def record_batches(corpus: str, split: str, text_field: str, corpus_config: str 
     else:
         files, builder = found
         options = {"sample_by": "document"} if builder == "text" else {}
-        stream = datasets.load_dataset(builder, data_files=[str(path) for path in files], split="train",
-                                       streaming=True, **options)
+        stream = datasets.load_dataset(
+            builder, data_files=[str(path) for path in files], split="train", streaming=True, **options
+        )
     field = "text" if found is not None and found[1] == "text" else text_field
     for batch in stream.iter(batch_size=DOCUMENTS_PER_BATCH):
         if field not in batch:
-            raise ValueError(f"corpus={corpus!r} split {split!r} has no text field {field!r}; its fields: "
-                             f"{sorted(batch)} (set text_field)")
+            raise ValueError(
+                f"corpus={corpus!r} split {split!r} has no text field {field!r}; its fields: "
+                f"{sorted(batch)} (set text_field)"
+            )
         yield batch[field]

@@ -33,13 +33,17 @@ def part_tokens(config: LMTaskConfig, part: str) -> np.ndarray:
     tokens = cached_tokens(source.settings(), source.document_batches(), config.tokenizer, max_tokens)
     if part != "train" and len(tokens) < max_tokens:
         setting = {"validation": "val_sequences", "test": "test_sequences"}[part]
-        raise ValueError(f"the {part} documents of corpus {config.corpus!r} (split {source.split!r}) hold "
-                         f"{len(tokens)} tokens, fewer than {setting}={sequences} sequences of context_length "
-                         f"{config.context_length} need ({max_tokens}); lower {setting}"
-                         + (" or raise holdout_fraction" if source.keep is not None else ""))
+        raise ValueError(
+            f"the {part} documents of corpus {config.corpus!r} (split {source.split!r}) hold "
+            f"{len(tokens)} tokens, fewer than {setting}={sequences} sequences of context_length "
+            f"{config.context_length} need ({max_tokens}); lower {setting}"
+            + (" or raise holdout_fraction" if source.keep is not None else "")
+        )
     if part == "train" and len(tokens) < config.context_length + 1:
-        raise ValueError(f"the training documents of corpus {config.corpus!r} hold {len(tokens)} tokens, fewer than "
-                         f"one sequence of context_length + 1 = {config.context_length + 1}")
+        raise ValueError(
+            f"the training documents of corpus {config.corpus!r} hold {len(tokens)} tokens, fewer than "
+            f"one sequence of context_length + 1 = {config.context_length + 1}"
+        )
     return tokens
 
 
@@ -74,8 +78,9 @@ class LMDataModule(lightning.LightningDataModule):
     def token_buckets(self) -> np.ndarray:
         """Each token id's frequency bucket by its count in the training tokens: (vocab_size,) int64."""
         if self._buckets is None:
-            self._buckets = token_buckets(self.tokens("train"), list(self.config.frequency_edges),
-                                          self.config.vocab_size)
+            self._buckets = token_buckets(
+                self.tokens("train"), list(self.config.frequency_edges), self.config.vocab_size
+            )
         return self._buckets
 
     def micro_batch(self) -> int:

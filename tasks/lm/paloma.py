@@ -94,8 +94,10 @@ def source_files(root: Path, source: str, split: str) -> list[Path]:
     """The ``*.jsonl.gz`` files under ``root/source/split``, sorted."""
     folder = root / source / split
     if not folder.is_dir():
-        raise FileNotFoundError(f"no PALOMA folder {folder} (the layout <root>/<source>/<split>/*.jsonl.gz of "
-                                f"`git clone https://huggingface.co/datasets/{HUB_ID}`)")
+        raise FileNotFoundError(
+            f"no PALOMA folder {folder} (the layout <root>/<source>/<split>/*.jsonl.gz of "
+            f"`git clone https://huggingface.co/datasets/{HUB_ID}`)"
+        )
     files = sorted(folder.rglob(FILE_PATTERN))
     if not files:
         raise FileNotFoundError(f"the PALOMA folder {folder} holds no {FILE_PATTERN} files")

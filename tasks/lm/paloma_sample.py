@@ -25,7 +25,7 @@ def sample_records(source: str, split: str) -> list[dict]:
     sonnets = sorted(SAMPLE_CORPUS.glob("*.txt"))
     first = (list(SOURCES).index(source) * len(SPLITS) + SPLITS.index(split)) * DOCUMENTS_PER_FILE
     records = []
-    for offset, path in enumerate(sonnets[first:first + DOCUMENTS_PER_FILE]):
+    for offset, path in enumerate(sonnets[first : first + DOCUMENTS_PER_FILE]):
         record = {"text": path.read_text(encoding="utf-8"), "id": path.stem, "source": source}
         if source not in WITHOUT_DOMAINS:
             record["subdomain"] = f"{source}/domain-{offset}"

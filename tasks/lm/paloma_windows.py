@@ -68,8 +68,9 @@ def document_windows(document: int, length: int, window: int) -> list[Window]:
     return windows
 
 
-def window_batches(documents: Sequence[Sequence[int]], window: int, tokens_per_batch: int,
-                   start_token: int) -> Iterator[WindowBatch]:
+def window_batches(
+    documents: Sequence[Sequence[int]], window: int, tokens_per_batch: int, start_token: int
+) -> Iterator[WindowBatch]:
     """The windows of all ``documents`` (token ids each) in batches; ``start_token`` is what the first token is
     predicted from (the tokenizer's end-of-text, tasks.lm.tokenizer.tokenizer(name).end_of_text)."""
     if window < 1:
@@ -81,7 +82,7 @@ def window_batches(documents: Sequence[Sequence[int]], window: int, tokens_per_b
     windows.sort(key=lambda each: -each.length)  # stable: equal lengths keep document order
     first = 0
     while first < len(windows):
-        rows = windows[first:first + tokens_per_batch // windows[first].length]
+        rows = windows[first : first + tokens_per_batch // windows[first].length]
         yield _batch(rows, streams, start_token)
         first += len(rows)
 
@@ -95,7 +96,7 @@ def _batch(rows: list[Window], streams: list[np.ndarray], start_token: int) -> W
         tokens = streams[each.document]
         # input position p holds t_{p-1}; position 0 holds start_token (already there)
         first_input = 1 if each.start == 0 else 0
-        inputs[row, first_input:each.length] = tokens[each.start + first_input - 1:each.end - 1]
-        targets[row, :each.length] = tokens[each.start:each.end]
-        scored[row, each.scored_from - each.start:each.length] = True
+        inputs[row, first_input : each.length] = tokens[each.start + first_input - 1 : each.end - 1]
+        targets[row, : each.length] = tokens[each.start : each.end]
+        scored[row, each.scored_from - each.start : each.length] = True
     return WindowBatch(inputs, targets, scored, np.array([each.document for each in rows], dtype=np.int64))

@@ -37,11 +37,24 @@ def sdist_members(package: str, version: str, wanted: Callable[[str], bool]) -> 
     """The files of ``package==version``'s source distribution whose path inside it (without the top folder, e.g.
     ``whisper/assets/gpt2.tiktoken``) ``wanted`` accepts, by that path."""
     with tempfile.TemporaryDirectory() as folder:
-        command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-                   "--dest", folder, f"{package}=={version}"]
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "--dest",
+            folder,
+            f"{package}=={version}",
+        ]
         if subprocess.run(command).returncode != 0:
-            raise RuntimeError(f"could not download the source distribution of {package}=={version} from PyPI "
-                               f"({' '.join(command)} failed)")
+            raise RuntimeError(
+                f"could not download the source distribution of {package}=={version} from PyPI "
+                f"({' '.join(command)} failed)"
+            )
         (archive,) = Path(folder).glob("*.tar.gz")
         members = {}
         with tarfile.open(archive) as sdist:
@@ -52,4 +65,3 @@ def sdist_members(package: str, version: str, wanted: Callable[[str], bool]) -> 
     if not members:
         raise RuntimeError(f"the source distribution of {package}=={version} holds none of the wanted files")
     return members
-

@@ -21,7 +21,7 @@ HELD_OUT_ORDER = ("validation", "test")  # the order of the held-out hash ranges
 
 def held_out_part(text: str, fraction: float) -> str:
     """The part a document of the training split belongs to when validation and test are held out."""
-    position = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") / 2 ** 64
+    position = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") / 2**64
     index = int(position // fraction) if fraction > 0 else len(HELD_OUT_ORDER)
     return HELD_OUT_ORDER[index] if index < len(HELD_OUT_ORDER) else "train"
 
@@ -46,13 +46,22 @@ class PartSource:
         selection = None if self.keep is None else {"holdout_fraction": self.holdout_fraction, "keep": list(self.keep)}
         more = {"corpus_config": self.corpus_config} if self.corpus_config is not None else {}
         more |= {"documents": self.documents} if self.documents != "records" else {}
-        return {"corpus": self.corpus, "split": self.split, "content": corpus_fingerprint(self.corpus, self.split),
-                "text_field": self.text_field, "held_out": selection, **more}
+        return {
+            "corpus": self.corpus,
+            "split": self.split,
+            "content": corpus_fingerprint(self.corpus, self.split),
+            "text_field": self.text_field,
+            "held_out": selection,
+            **more,
+        }
 
     def document_batches(self) -> Iterator[list[str]]:
         for batch in document_batches(self.corpus, self.split, self.text_field, self.corpus_config, self.documents):
-            kept = batch if self.keep is None else \
-                [text for text in batch if held_out_part(text, self.holdout_fraction) in self.keep]
+            kept = (
+                batch
+                if self.keep is None
+                else [text for text in batch if held_out_part(text, self.holdout_fraction) in self.keep]
+            )
             if kept:
                 yield kept
 
@@ -69,5 +78,6 @@ def part_source(config, part: str) -> PartSource:
         keep, split = (part,), config.train_split
     else:
         keep, split = None, config.corpus_split(part)
-    return PartSource(config.corpus, split, config.text_field, config.holdout_fraction, keep, config.corpus_config,
-                      config.documents)
+    return PartSource(
+        config.corpus, split, config.text_field, config.holdout_fraction, keep, config.corpus_config, config.documents
+    )

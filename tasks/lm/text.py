@@ -23,12 +23,14 @@ def paloma_documents(location: str, split: str, sources: Sequence[str]) -> list[
     return list(read_documents(paloma_sample() if location == SAMPLE_LOCATION else location, split, sources))
 
 
-def paloma_windows(texts: Sequence[str], tokenizer_name: str, window: int,
-                   tokens_per_batch: int) -> Iterator[WindowBatch]:
+def paloma_windows(
+    texts: Sequence[str], tokenizer_name: str, window: int, tokens_per_batch: int
+) -> Iterator[WindowBatch]:
     """The texts tokenized and cut into scoring windows of at most ``window`` positions (tasks.lm.paloma_windows),
     each text's first token predicted from the end-of-text token."""
-    return window_batches(tokenize(texts, tokenizer_name), window, tokens_per_batch,
-                          tokenizer(tokenizer_name).end_of_text)
+    return window_batches(
+        tokenize(texts, tokenizer_name), window, tokens_per_batch, tokenizer(tokenizer_name).end_of_text
+    )
 
 
 def validation_sequences(config: LMTaskConfig, count: int):
@@ -41,6 +43,9 @@ def validation_sequences(config: LMTaskConfig, count: int):
     return TokenWindows(part_tokens(config, "validation"), config.context_length).samples(np.arange(count))
 
 
-TEXT = Text(tokenizer=tokenizer, encoding=encoding,
-            paloma=Paloma(HUB_ID, SPLITS, SOURCES, SAMPLE_LOCATION, paloma_documents, paloma_windows),
-            harness_sample=HarnessSample(SAMPLE_TASK_DIR, lmeval_sample))
+TEXT = Text(
+    tokenizer=tokenizer,
+    encoding=encoding,
+    paloma=Paloma(HUB_ID, SPLITS, SOURCES, SAMPLE_LOCATION, paloma_documents, paloma_windows),
+    harness_sample=HarnessSample(SAMPLE_TASK_DIR, lmeval_sample),
+)

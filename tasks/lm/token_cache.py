@@ -52,13 +52,19 @@ def token_threads() -> int:
     return len(os.sched_getaffinity(0))
 
 
-def cached_tokens(settings: dict, documents: Iterable[list[str]], tokenizer_name: str,
-                  max_tokens: int | None) -> np.ndarray:
+def cached_tokens(
+    settings: dict, documents: Iterable[list[str]], tokenizer_name: str, max_tokens: int | None
+) -> np.ndarray:
     """The token stream of ``documents`` (batches of texts) under ``settings`` (JSON; what selects the documents):
     a read-only memmap of the cache entry, made first if it is missing or damaged, or an array when the cache is
     off."""
-    key = {"version": FORMAT_VERSION, "documents": settings, "tokenizer": tokenizer_name,
-           "ranks_sha256": tokenizer(tokenizer_name).ranks_sha256, "max_tokens": max_tokens}
+    key = {
+        "version": FORMAT_VERSION,
+        "documents": settings,
+        "tokenizer": tokenizer_name,
+        "ranks_sha256": tokenizer(tokenizer_name).ranks_sha256,
+        "max_tokens": max_tokens,
+    }
     folder = cache_folder()
     if folder is None:
         chunks = list(token_chunks(documents, tokenizer_name, max_tokens, describe(settings)))
@@ -72,8 +78,9 @@ def cached_tokens(settings: dict, documents: Iterable[list[str]], tokenizer_name
     return read_stream(stream, index)
 
 
-def check_or_write(stream: Path, index: Path, key: dict, documents: Iterable[list[str]], tokenizer_name: str,
-                   max_tokens: int | None) -> None:
+def check_or_write(
+    stream: Path, index: Path, key: dict, documents: Iterable[list[str]], tokenizer_name: str, max_tokens: int | None
+) -> None:
     """Within the entry's lock: write the entry if it is missing or damaged (one line on stderr), and record that
     this job attempt checked it."""
     problem = entry_problem(stream, index, key) if index.exists() or stream.exists() else None
@@ -138,7 +145,7 @@ def record_verified(stream: Path, index: Path) -> None:
     except (OSError, ValueError):
         record = {}
     jobs = record.get("jobs", []) if record.get("entry") == entry else []
-    jobs = [job for job in jobs if job != attempt][-(VERIFIED_JOBS_KEPT - 1):] + [attempt]
+    jobs = [job for job in jobs if job != attempt][-(VERIFIED_JOBS_KEPT - 1) :] + [attempt]
     write_whole(path, json.dumps({"entry": entry, "jobs": jobs}, indent=1).encode())
 
 
@@ -153,20 +160,31 @@ def canonical(value) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def token_chunks(documents: Iterable[list[str]], tokenizer_name: str, max_tokens: int | None,
-                 description: str) -> Iterator[np.ndarray]:
+def token_chunks(
+    documents: Iterable[list[str]], tokenizer_name: str, max_tokens: int | None, description: str
+) -> Iterator[np.ndarray]:
     """The stream in chunks (one per batch of documents), each document followed by end-of-text; it stops at
     ``max_tokens`` (the last chunk cut there)."""
     encoder, end_of_text = encoding(tokenizer_name), tokenizer(tokenizer_name).end_of_text
     produced = 0
-    with tqdm(total=max_tokens, desc=f"tokenising {description}", unit="tok", unit_scale=True, delay=2,
-              file=sys.stderr, disable=None) as bar:
+    with tqdm(
+        total=max_tokens,
+        desc=f"tokenising {description}",
+        unit="tok",
+        unit_scale=True,
+        delay=2,
+        file=sys.stderr,
+        disable=None,
+    ) as bar:
         for batch in documents:
             encoded = encoder.encode_ordinary_batch(batch, num_threads=token_threads())
-            chunk = np.fromiter(chain.from_iterable(chain(ids, (end_of_text,)) for ids in encoded), dtype=TOKEN_DTYPE,
-                                count=sum(len(ids) + 1 for ids in encoded))
+            chunk = np.fromiter(
+                chain.from_iterable(chain(ids, (end_of_text,)) for ids in encoded),
+                dtype=TOKEN_DTYPE,
+                count=sum(len(ids) + 1 for ids in encoded),
+            )
             if max_tokens is not None:
-                chunk = chunk[:max_tokens - produced]
+                chunk = chunk[: max_tokens - produced]
             produced += len(chunk)
             bar.update(len(chunk))
             yield chunk
@@ -174,8 +192,9 @@ def token_chunks(documents: Iterable[list[str]], tokenizer_name: str, max_tokens
                 return
 
 
-def write_entry(stream: Path, index: Path, key: dict, documents: Iterable[list[str]], tokenizer_name: str,
-                max_tokens: int | None) -> None:
+def write_entry(
+    stream: Path, index: Path, key: dict, documents: Iterable[list[str]], tokenizer_name: str, max_tokens: int | None
+) -> None:
     started, digest, count = time.perf_counter(), hashlib.sha256(), 0
     index.unlink(missing_ok=True)  # an index never describes another stream
     with whole_file(stream) as handle:
@@ -187,8 +206,11 @@ def write_entry(stream: Path, index: Path, key: dict, documents: Iterable[list[s
     seconds = time.perf_counter() - started
     record = {"key": key, "tokens": count, "sha256": digest.hexdigest(), "seconds": round(seconds, 3)}
     write_whole(index, json.dumps(record, indent=1, sort_keys=True).encode())
-    print(f"tokenised {describe(key['documents'])}: {count:,} tokens in {seconds:.1f} s "
-          f"({count / max(seconds, 1e-9):,.0f} tokens/s) into {stream}", file=sys.stderr)
+    print(
+        f"tokenised {describe(key['documents'])}: {count:,} tokens in {seconds:.1f} s "
+        f"({count / max(seconds, 1e-9):,.0f} tokens/s) into {stream}",
+        file=sys.stderr,
+    )
 
 
 def entry_problem(stream: Path, index: Path, key: dict) -> str | None:
@@ -230,7 +252,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("corpus", help="a hub id, local files, or offline:<name>")
     parser.add_argument("--split", default="train")
     parser.add_argument("--text-field", default="text")
-    parser.add_argument("--corpus-config", default=None, help="the hub dataset's configuration, e.g. wikitext-103-raw-v1")
+    parser.add_argument(
+        "--corpus-config", default=None, help="the hub dataset's configuration, e.g. wikitext-103-raw-v1"
+    )
     parser.add_argument("--documents", default="records", choices=DOCUMENT_LAYOUTS)
     parser.add_argument("--tokenizer", default="gpt2", choices=sorted(TOKENIZERS))
     parser.add_argument("--max-tokens", type=int, default=None)
@@ -239,17 +263,24 @@ def main(argv: list[str] | None = None) -> None:
 
     def counted() -> Iterator[list[str]]:
         nonlocal documents
-        for batch in document_batches(arguments.corpus, arguments.split, arguments.text_field,
-                                      arguments.corpus_config, arguments.documents):
+        for batch in document_batches(
+            arguments.corpus, arguments.split, arguments.text_field, arguments.corpus_config, arguments.documents
+        ):
             documents += len(batch)
             yield batch
 
     started = time.perf_counter()
-    tokens = sum(len(chunk) for chunk in token_chunks(counted(), arguments.tokenizer, arguments.max_tokens,
-                                                      f"{arguments.corpus} {arguments.split}"))
+    tokens = sum(
+        len(chunk)
+        for chunk in token_chunks(
+            counted(), arguments.tokenizer, arguments.max_tokens, f"{arguments.corpus} {arguments.split}"
+        )
+    )
     seconds = time.perf_counter() - started
-    print(f"{arguments.corpus} {arguments.split}: {documents:,} documents read, {tokens:,} tokens in {seconds:.1f} s "
-          f"({tokens / seconds:,.0f} tokens/s on {token_threads()} threads)")
+    print(
+        f"{arguments.corpus} {arguments.split}: {documents:,} documents read, {tokens:,} tokens in {seconds:.1f} s "
+        f"({tokens / seconds:,.0f} tokens/s on {token_threads()} threads)"
+    )
 
 
 if __name__ == "__main__":

@@ -36,11 +36,16 @@ class Tokenizer:
 
 
 TOKENIZERS = {
-    "gpt2": Tokenizer(vocabulary=50257, end_of_text=50256, ranks_file="tokenizers/gpt2.tiktoken",
-                      # tiktoken_ext.openai_public.r50k_base's expected_hash (tiktoken 0.14)
-                      ranks_sha256="306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930",
-                      ranks_size=835_554, sdist=("openai-whisper", "20250625"),
-                      sdist_member="whisper/assets/gpt2.tiktoken"),
+    "gpt2": Tokenizer(
+        vocabulary=50257,
+        end_of_text=50256,
+        ranks_file="tokenizers/gpt2.tiktoken",
+        # tiktoken_ext.openai_public.r50k_base's expected_hash (tiktoken 0.14)
+        ranks_sha256="306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930",
+        ranks_size=835_554,
+        sdist=("openai-whisper", "20250625"),
+        sdist_member="whisper/assets/gpt2.tiktoken",
+    ),
 }
 MODEL_VOCABULARY = 50304  # GPT-2's 50,257 ids padded to a multiple of 128 on the model side
 
@@ -77,14 +82,21 @@ def encoding(name: str = "gpt2"):
     chosen = tokenizer(name)
     path = find_asset(chosen.ranks_file)
     if path is None:
-        raise FileNotFoundError(f"the {name} tokenizer's ranks file {chosen.ranks_file} is not installed in "
-                                f"{install_folder()}; install it with `{SETUP_COMMAND}` (or `make`, which runs it)")
+        raise FileNotFoundError(
+            f"the {name} tokenizer's ranks file {chosen.ranks_file} is not installed in "
+            f"{install_folder()}; install it with `{SETUP_COMMAND}` (or `make`, which runs it)"
+        )
     problem = _ranks_problem(path.read_bytes(), chosen)
     if problem:
         raise ValueError(f"the ranks file {path} is damaged ({problem}); delete it and run `{SETUP_COMMAND}`")
     ranks = load_tiktoken_bpe(str(path), expected_hash=chosen.ranks_sha256)
-    return tiktoken.Encoding(name="r50k_base", pat_str=r50k_pat_str, mergeable_ranks=ranks,
-                             special_tokens={ENDOFTEXT: chosen.end_of_text}, explicit_n_vocab=chosen.vocabulary)
+    return tiktoken.Encoding(
+        name="r50k_base",
+        pat_str=r50k_pat_str,
+        mergeable_ranks=ranks,
+        special_tokens={ENDOFTEXT: chosen.end_of_text},
+        explicit_n_vocab=chosen.vocabulary,
+    )
 
 
 def _ranks_problem(content: bytes, chosen: Tokenizer) -> str | None:

@@ -13,5 +13,4 @@ from tasks.lra.pathfinder_config import PathfinderTaskConfig
 from tasks.lra.release_format import ReleaseFormatError
 from tasks.lra.retrieval_config import RetrievalTaskConfig
 
-__all__ = ["ImageTaskConfig", "ListOpsTaskConfig", "PathfinderTaskConfig", "ReleaseFormatError",
-           "RetrievalTaskConfig"]
+__all__ = ["ImageTaskConfig", "ListOpsTaskConfig", "PathfinderTaskConfig", "ReleaseFormatError", "RetrievalTaskConfig"]

@@ -24,8 +24,12 @@ TEST_FILES = ("test_batch",)
 SIDE = 32
 PIXELS = SIDE * SIDE
 BATCH_FORMAT = "a pickled dict with b'data' (N, 3072) uint8 and b'labels' (N integers 0-9)"
-NUMPY_CLASSES = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-                 ("numpy", "ndarray"), ("numpy", "dtype")}
+NUMPY_CLASSES = {
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+}
 
 
 class ArraysOnlyUnpickler(pickle.Unpickler):
@@ -46,18 +50,27 @@ def read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
         with open(path, "rb") as handle:
             content = ArraysOnlyUnpickler(handle, encoding="bytes").load()
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as error:
-        raise ReleaseFormatError(path, "the pickle", f"unreadable ({type(error).__name__}: {error})",
-                                 BATCH_FORMAT) from None
+        raise ReleaseFormatError(
+            path, "the pickle", f"unreadable ({type(error).__name__}: {error})", BATCH_FORMAT
+        ) from None
     if not isinstance(content, dict) or b"data" not in content or b"labels" not in content:
         keys = sorted(content) if isinstance(content, dict) else type(content).__name__
         raise ReleaseFormatError(path, "the pickle", f"keys {keys}", BATCH_FORMAT)
     data, labels = np.asarray(content[b"data"]), np.asarray(content[b"labels"])
     if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3 * PIXELS:
         raise ReleaseFormatError(path, "entry b'data'", f"{data.dtype} of shape {data.shape}", BATCH_FORMAT)
-    if labels.shape != (len(data),) or not np.issubdtype(labels.dtype, np.integer) or not (
-            (labels >= 0) & (labels < 10)).all():
-        raise ReleaseFormatError(path, "entry b'labels'", f"{labels.dtype} of shape {labels.shape} (values "
-                                 f"{np.unique(labels)[:5].tolist()} ...) for {len(data)} images", BATCH_FORMAT)
+    if (
+        labels.shape != (len(data),)
+        or not np.issubdtype(labels.dtype, np.integer)
+        or not ((labels >= 0) & (labels < 10)).all()
+    ):
+        raise ReleaseFormatError(
+            path,
+            "entry b'labels'",
+            f"{labels.dtype} of shape {labels.shape} (values "
+            f"{np.unique(labels)[:5].tolist()} ...) for {len(data)} images",
+            BATCH_FORMAT,
+        )
     pixels = data.reshape(len(data), 3, PIXELS).transpose(0, 2, 1)  # (N, 1024, 3)
     return np.ascontiguousarray(pixels), labels.astype(np.int64)
 

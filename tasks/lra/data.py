@@ -40,7 +40,7 @@ def seeded_split(count: int, data_seed: int, fractions: dict[int, float]) -> dic
     order = np.random.default_rng([data_seed, SPLIT_STREAM]).permutation(count)
     rows, start = {}, 0
     for stream, fraction in fractions.items():
-        rows[stream] = np.sort(order[start:start + int(fraction * count)])
+        rows[stream] = np.sort(order[start : start + int(fraction * count)])
         start += len(rows[stream])
     rows[TRAIN_STREAM] = np.sort(order[start:])
     return rows
@@ -52,36 +52,65 @@ def listops_set(config, stream: int) -> TokenSequenceSet:
     distinct trees)."""
     if config.source != GENERATED:
         return read_listops_split(release_folder(config.source), SPLITS[stream], config.max_length)
-    recipe = {"max_depth": config.max_depth, "max_args": config.max_args, "min_length": config.min_length,
-              "max_length": config.max_length}
-    drawn_first = LISTOPS_DRAW_ORDER[:LISTOPS_DRAW_ORDER.index(stream)]
+    recipe = {
+        "max_depth": config.max_depth,
+        "max_args": config.max_args,
+        "min_length": config.min_length,
+        "max_length": config.max_length,
+    }
+    drawn_first = LISTOPS_DRAW_ORDER[: LISTOPS_DRAW_ORDER.index(stream)]
     samples = getattr(config, f"{SPLITS[stream]}_samples")
 
     def draw() -> dict[str, np.ndarray]:
-        excluded = frozenset(sequence for other in drawn_first
-                             for sequence in listops_set(config, other).sequence_bytes())
-        drawn = listops_generator.generate(samples, np.random.default_rng([config.data_seed, stream]), **recipe,
-                                           excluded=excluded)
+        excluded = frozenset(
+            sequence for other in drawn_first for sequence in listops_set(config, other).sequence_bytes()
+        )
+        drawn = listops_generator.generate(
+            samples, np.random.default_rng([config.data_seed, stream]), **recipe, excluded=excluded
+        )
         return {"tokens": drawn.sequences.tokens, "offsets": drawn.sequences.offsets, "labels": drawn.labels}
 
     excluding = [[config.data_seed, other, getattr(config, f"{SPLITS[other]}_samples")] for other in drawn_first]
-    arrays = cached_arrays("lra_listops", {"task": "lra_listops", "version": GENERATOR_VERSION, **recipe,
-                                           "samples": samples, "seed": [config.data_seed, stream],
-                                           "excluding": excluding}, draw)
+    arrays = cached_arrays(
+        "lra_listops",
+        {
+            "task": "lra_listops",
+            "version": GENERATOR_VERSION,
+            **recipe,
+            "samples": samples,
+            "seed": [config.data_seed, stream],
+            "excluding": excluding,
+        },
+        draw,
+    )
     return TokenSequenceSet(RaggedTokens(arrays["tokens"], arrays["offsets"]), arrays["labels"])
 
 
 def pathfinder_generated_set(config, stream: int, samples: int) -> PixelSequenceSet:
-    recipe = {"min_paddles": config.min_paddles, "max_paddles": config.max_paddles,
-              "max_turn_degrees": config.max_turn_degrees, "side": config.image_side}
+    recipe = {
+        "min_paddles": config.min_paddles,
+        "max_paddles": config.max_paddles,
+        "max_turn_degrees": config.max_turn_degrees,
+        "side": config.image_side,
+    }
 
     def draw() -> dict[str, np.ndarray]:
-        images, labels = pathfinder_generator.generate(samples, np.random.default_rng([config.data_seed, stream]),
-                                                       **recipe)
+        images, labels = pathfinder_generator.generate(
+            samples, np.random.default_rng([config.data_seed, stream]), **recipe
+        )
         return {"images": images, "labels": labels}
 
-    arrays = cached_arrays("lra_pathfinder", {"task": "lra_pathfinder", "version": GENERATOR_VERSION, **recipe,
-                                              "samples": samples, "seed": [config.data_seed, stream]}, draw)
+    arrays = cached_arrays(
+        "lra_pathfinder",
+        {
+            "task": "lra_pathfinder",
+            "version": GENERATOR_VERSION,
+            **recipe,
+            "samples": samples,
+            "seed": [config.data_seed, stream],
+        },
+        draw,
+    )
     return PixelSequenceSet(arrays["images"].reshape(samples, -1, 1), arrays["labels"], *PATHFINDER_NORMALISATION)
 
 
@@ -109,8 +138,9 @@ class ImageDataModule(FixedSetsDataModule):
             pixels, labels = read_cifar(release_folder(self.config.source), TEST_FILES)
         else:
             pixels, labels = self._training_images
-            rows = seeded_split(len(labels), self.config.data_seed,
-                                {VALIDATION_STREAM: self.config.val_fraction})[stream]
+            rows = seeded_split(len(labels), self.config.data_seed, {VALIDATION_STREAM: self.config.val_fraction})[
+                stream
+            ]
             pixels, labels = pixels[rows], labels[rows]
         channels = self.config.channels
         return PixelSequenceSet(grey(pixels) if channels == 1 else pixels, labels, *NORMALISATION[channels])
@@ -136,4 +166,3 @@ class PathfinderDataModule(FixedSetsDataModule):
     def _release_images(self) -> tuple[np.ndarray, np.ndarray]:
         """The difficulty folder's images, read once for the three splits."""
         return read_pathfinder(release_folder(self.config.source), self.config.difficulty)
-

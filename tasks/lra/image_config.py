@@ -26,13 +26,22 @@ class ImageTaskConfig:
 
     def spec(self) -> TaskSpec:
         """Ten classes; guessing scores 0.1 (the paper's random baseline)."""
-        return TaskSpec(name=self.name, input_kind="vectors", input_size=self.channels, num_classes=10,
-                        random_accuracy=0.1, group="long range arena", output_kind="sequence_class",
-                        pooling=self.pooling, fixed_length=32 * 32)
+        return TaskSpec(
+            name=self.name,
+            input_kind="vectors",
+            input_size=self.channels,
+            num_classes=10,
+            random_accuracy=0.1,
+            group="long range arena",
+            output_kind="sequence_class",
+            pooling=self.pooling,
+            fixed_length=32 * 32,
+        )
 
     def problems(self) -> list[str]:
         problems = source_problems(self.source, "cifar-10-batches-py", can_generate=False)
         if self.name != NAMES[self.channels]:
-            problems.append(f"name={self.name!r} does not match channels={self.channels}; valid: name="
-                            f"{NAMES[self.channels]!r}")
+            problems.append(
+                f"name={self.name!r} does not match channels={self.channels}; valid: name={NAMES[self.channels]!r}"
+            )
         return problems

@@ -10,9 +10,15 @@ from tasks.spec import TaskSpec
 
 def generation_problems(max_depth: int, max_args: int, min_length: int, max_length: int) -> list[str]:
     """Why the recipe's parameters give no sample, one message each."""
-    problems = [f"{name}={value} must be >= {least}" for name, value, least in
-                (("max_depth", max_depth, 2), ("max_args", max_args, 2), ("min_length", min_length, 1))
-                if value < least]
+    problems = [
+        f"{name}={value} must be >= {least}"
+        for name, value, least in (
+            ("max_depth", max_depth, 2),
+            ("max_args", max_args, 2),
+            ("min_length", min_length, 1),
+        )
+        if value < least
+    ]
     if min_length > max_length:
         problems.append(f"min_length={min_length} must be <= max_length={max_length}")
     return problems
@@ -34,10 +40,18 @@ class ListOpsTaskConfig(GeneratedSetsFields):
 
     def spec(self) -> TaskSpec:
         """Ten classes, the values 0-9; guessing scores 0.1 (the paper's random baseline, Table lra_test_accuracy)."""
-        return TaskSpec(name="lra_listops", input_kind="tokens", input_size=VOCABULARY_SIZE, num_classes=10,
-                        random_accuracy=0.1, group="long range arena", output_kind="sequence_class",
-                        pooling=self.pooling)
+        return TaskSpec(
+            name="lra_listops",
+            input_kind="tokens",
+            input_size=VOCABULARY_SIZE,
+            num_classes=10,
+            random_accuracy=0.1,
+            group="long range arena",
+            output_kind="sequence_class",
+            pooling=self.pooling,
+        )
 
     def problems(self) -> list[str]:
-        return (source_problems(self.source, "listops-1000", can_generate=True)
-                + generation_problems(self.max_depth, self.max_args, self.min_length, self.max_length))
+        return source_problems(self.source, "listops-1000", can_generate=True) + generation_problems(
+            self.max_depth, self.max_args, self.min_length, self.max_length
+        )

@@ -84,9 +84,15 @@ def draw_tree(uniforms: UniformStream, max_depth: int, max_args: int, max_length
             return None
 
 
-def generate(samples: int, rng: np.random.Generator, max_depth: int = 10, max_args: int = 10,
-             min_length: int = 501, max_length: int = 1999,
-             excluded: frozenset[bytes] = frozenset()) -> TokenSequenceSet:
+def generate(
+    samples: int,
+    rng: np.random.Generator,
+    max_depth: int = 10,
+    max_args: int = 10,
+    min_length: int = 501,
+    max_length: int = 1999,
+    excluded: frozenset[bytes] = frozenset(),
+) -> TokenSequenceSet:
     """``samples`` distinct ListOps samples drawn from ``rng``, none of them in ``excluded`` (token ids as uint8
     bytes: another split's samples, as the release draws its splits from one set of distinct trees); ValueError
     naming every bad value before drawing, or when the recipe has too few distinct trees left."""
@@ -107,9 +113,11 @@ def generate(samples: int, rng: np.random.Generator, max_depth: int = 10, max_ar
         if tokens.tobytes() in seen or tokens.tobytes() in excluded:
             repeats += 1
             if repeats == MAX_REPEATS:
-                raise ValueError(f"the recipe (max_depth={max_depth}, max_args={max_args}, lengths {min_length} to "
-                                 f"{max_length}) gave {len(sequences)} distinct samples and then {MAX_REPEATS} "
-                                 f"repeats in a row; valid: fewer samples than {samples} or a wider recipe")
+                raise ValueError(
+                    f"the recipe (max_depth={max_depth}, max_args={max_args}, lengths {min_length} to "
+                    f"{max_length}) gave {len(sequences)} distinct samples and then {MAX_REPEATS} "
+                    f"repeats in a row; valid: fewer samples than {samples} or a wider recipe"
+                )
             continue
         repeats = 0
         seen.add(tokens.tobytes())

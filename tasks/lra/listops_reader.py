@@ -16,8 +16,9 @@ from tasks.lra.sets import RaggedTokens, TokenSequenceSet
 
 HEADER = "Source\tTarget"
 SPLIT_FILES = {"train": "basic_train.tsv", "val": "basic_val.tsv", "test": "basic_test.tsv"}
-LINE_FORMAT = (f"'<source>\\t<target>': a source of the tokens {sorted(TOKEN_IDS)} and parentheses, "
-               "and a target digit 0-9")
+LINE_FORMAT = (
+    f"'<source>\\t<target>': a source of the tokens {sorted(TOKEN_IDS)} and parentheses, and a target digit 0-9"
+)
 
 
 def read_listops(path: Path, max_length: int) -> TokenSequenceSet:
@@ -51,8 +52,9 @@ def parse_line(line: str, path: Path, number: int, max_length: int) -> tuple[np.
     words = split_source(source)
     unknown = [word for word in words if word not in TOKEN_IDS]
     if unknown or not words:
-        raise ReleaseFormatError(path, where, f"unknown token {unknown[0]!r}" if unknown else "an empty source",
-                                 LINE_FORMAT)
+        raise ReleaseFormatError(
+            path, where, f"unknown token {unknown[0]!r}" if unknown else "an empty source", LINE_FORMAT
+        )
     if len(words) > max_length:
         raise ReleaseFormatError(path, where, f"{len(words)} tokens", f"at most max_length={max_length} tokens")
     return np.array([TOKEN_IDS[word] for word in words], dtype=np.uint8), int(target)

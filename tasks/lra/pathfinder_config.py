@@ -16,8 +16,9 @@ def most_paddles(side: int) -> int:
     return (side - 8) // 3
 
 
-def generation_problems(min_paddles: int, max_paddles: int, max_turn_degrees: float,
-                        side: int = RELEASE_SIDE) -> list[str]:
+def generation_problems(
+    min_paddles: int, max_paddles: int, max_turn_degrees: float, side: int = RELEASE_SIDE
+) -> list[str]:
     """Why the generator's parameters give no image, one message each."""
     problems = []
     if side < MIN_SIDE:
@@ -28,8 +29,10 @@ def generation_problems(min_paddles: int, max_paddles: int, max_turn_degrees: fl
     if min_paddles > max_paddles:
         problems.append(f"min_paddles={min_paddles} must be <= max_paddles={max_paddles}")
     elif max_paddles > most_paddles(side):
-        problems.append(f"max_paddles={max_paddles} must be <= {most_paddles(side)} at image_side={side}: longer "
-                        f"paths rarely fit three to a {side}x{side} image, 4 pixels apart")
+        problems.append(
+            f"max_paddles={max_paddles} must be <= {most_paddles(side)} at image_side={side}: longer "
+            f"paths rarely fit three to a {side}x{side} image, 4 pixels apart"
+        )
     if not 0 <= max_turn_degrees <= 90:
         problems.append(f"max_turn_degrees={max_turn_degrees} must be in [0, 90]")
     return problems
@@ -55,14 +58,25 @@ class PathfinderTaskConfig(GeneratedSetsFields):
 
     def spec(self) -> TaskSpec:
         """Two classes; guessing scores 0.5 (the paper's random baseline)."""
-        return TaskSpec(name="lra_pathfinder", input_kind="vectors", input_size=1, num_classes=2,
-                        random_accuracy=0.5, group="long range arena", output_kind="sequence_class",
-                        pooling=self.pooling, fixed_length=self.image_side ** 2)
+        return TaskSpec(
+            name="lra_pathfinder",
+            input_kind="vectors",
+            input_size=1,
+            num_classes=2,
+            random_accuracy=0.5,
+            group="long range arena",
+            output_kind="sequence_class",
+            pooling=self.pooling,
+            fixed_length=self.image_side**2,
+        )
 
     def problems(self) -> list[str]:
         problems = source_problems(self.source, "pathfinder32", can_generate=True)
         if self.source != GENERATED and self.image_side != RELEASE_SIDE:
-            problems.append(f"image_side={self.image_side} applies to generated images only; the release "
-                            f"{self.source!r} has {RELEASE_SIDE}x{RELEASE_SIDE} images")
-        return problems + generation_problems(self.min_paddles, self.max_paddles, self.max_turn_degrees,
-                                              self.image_side)
+            problems.append(
+                f"image_side={self.image_side} applies to generated images only; the release "
+                f"{self.source!r} has {RELEASE_SIDE}x{RELEASE_SIDE} images"
+            )
+        return problems + generation_problems(
+            self.min_paddles, self.max_paddles, self.max_turn_degrees, self.image_side
+        )

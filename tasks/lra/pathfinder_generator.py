@@ -49,7 +49,7 @@ def candidate_paths(rng: np.random.Generator, side: int, paddles: int, max_turn:
     starts = rng.uniform(1, side - 2, size=(CANDIDATES, 1, 2))  # (K, 1, 2)
     turns = rng.uniform(-max_turn, max_turn, size=(CANDIDATES, paddles))  # (K, paddles)
     turns[:, 0] = rng.uniform(0, 2 * math.pi, size=CANDIDATES)  # the first paddle's direction
-    directions = np.repeat(np.cumsum(turns, axis=1), period, axis=1)[:, :steps - 1]  # (K, steps - 1)
+    directions = np.repeat(np.cumsum(turns, axis=1), period, axis=1)[:, : steps - 1]  # (K, steps - 1)
     moves = np.stack([np.sin(directions), np.cos(directions)], axis=2)  # (K, steps - 1, 2)
     positions = starts + np.concatenate([np.zeros((CANDIDATES, 1, 2)), np.cumsum(moves, axis=1)], axis=1)
     drawn = np.arange(steps) % period < PADDLE_LENGTH  # (steps,)
@@ -70,8 +70,9 @@ def place_path(rng: np.random.Generator, forbidden: np.ndarray, paddles: int, ma
         paths = candidate_paths(rng, side, paddles, max_turn)  # (K, P, 2)
         ends = square_around(paths[:, [0, -1]]).reshape(CANDIDATES, 18, 2)  # (K, 18, 2)
         footprint = np.concatenate([paths, ends], axis=1)  # (K, P + 18, 2)
-        inside = ((footprint >= 0) & (footprint < side)).all(axis=(1, 2)) & (
-            (paths >= 1) & (paths < side - 1)).all(axis=(1, 2))  # (K,)
+        inside = ((footprint >= 0) & (footprint < side)).all(axis=(1, 2)) & ((paths >= 1) & (paths < side - 1)).all(
+            axis=(1, 2)
+        )  # (K,)
         clipped = np.clip(footprint, 0, side - 1)
         free = ~forbidden[clipped[..., 0], clipped[..., 1]].any(axis=1)  # (K,)
         fitting = np.flatnonzero(inside & free)
@@ -84,11 +85,12 @@ def keep_away(forbidden: np.ndarray, pixels: np.ndarray) -> None:
     """Mark every pixel within Chebyshev distance SEPARATION - 1 of ``pixels`` (N, 2) as forbidden."""
     reach = SEPARATION - 1
     for row, column in pixels:
-        forbidden[max(row - reach, 0):row + reach + 1, max(column - reach, 0):column + reach + 1] = True
+        forbidden[max(row - reach, 0) : row + reach + 1, max(column - reach, 0) : column + reach + 1] = True
 
 
-def draw_image(rng: np.random.Generator, positive: bool, side: int, min_paddles: int, max_paddles: int,
-               max_turn: float) -> np.ndarray:
+def draw_image(
+    rng: np.random.Generator, positive: bool, side: int, min_paddles: int, max_paddles: int, max_turn: float
+) -> np.ndarray:
     """(side, side) uint8 image of the given label."""
     while True:
         image = np.zeros((side, side), dtype=np.uint8)
@@ -111,8 +113,14 @@ def draw_image(rng: np.random.Generator, positive: bool, side: int, min_paddles:
         return image
 
 
-def generate(samples: int, rng: np.random.Generator, min_paddles: int = 4, max_paddles: int = 6,
-             max_turn_degrees: float = 30.0, side: int = RELEASE_SIDE) -> tuple[np.ndarray, np.ndarray]:
+def generate(
+    samples: int,
+    rng: np.random.Generator,
+    min_paddles: int = 4,
+    max_paddles: int = 6,
+    max_turn_degrees: float = 30.0,
+    side: int = RELEASE_SIDE,
+) -> tuple[np.ndarray, np.ndarray]:
     """Images (N, side, side) uint8 and labels (N,) int64 drawn from ``rng``; ValueError naming every bad value
     first."""
     problems = generation_problems(min_paddles, max_paddles, max_turn_degrees, side)

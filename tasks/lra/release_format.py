@@ -16,5 +16,7 @@ class ReleaseFormatError(ValueError):
 
 def missing_file(path: Path, what: str) -> FileNotFoundError:
     """The release file ``path`` is not there; ``what`` says which release file and where it comes from."""
-    return FileNotFoundError(f"{path} not found: {what} (the Long Range Arena release lra_release.gz, "
-                             "https://github.com/google-research/long-range-arena)")
+    return FileNotFoundError(
+        f"{path} not found: {what} (the Long Range Arena release lra_release.gz, "
+        "https://github.com/google-research/long-range-arena)"
+    )

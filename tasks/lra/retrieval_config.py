@@ -24,9 +24,16 @@ class RetrievalTaskConfig:
 
     def spec(self) -> TaskSpec:
         """Two classes; guessing scores 0.5 (the paper's random baseline)."""
-        return TaskSpec(name="lra_retrieval", input_kind="tokens", input_size=VOCABULARY_SIZE, num_classes=2,
-                        random_accuracy=0.5, group="long range arena", output_kind="sequence_pair_class",
-                        pooling=self.pooling)
+        return TaskSpec(
+            name="lra_retrieval",
+            input_kind="tokens",
+            input_size=VOCABULARY_SIZE,
+            num_classes=2,
+            random_accuracy=0.5,
+            group="long range arena",
+            output_kind="sequence_pair_class",
+            pooling=self.pooling,
+        )
 
     def problems(self) -> list[str]:
         return source_problems(self.source, "tsv_data", can_generate=False)

@@ -52,8 +52,9 @@ def read_retrieval(path: Path, max_length: int) -> TokenPairSet:
             second.append(byte_tokens(text2, max_length))
     if not labels:
         raise ReleaseFormatError(path, "line 1", "no samples", LINE_FORMAT)
-    return TokenPairSet(RaggedTokens.from_sequences(first), RaggedTokens.from_sequences(second),
-                        np.array(labels, dtype=np.int64))
+    return TokenPairSet(
+        RaggedTokens.from_sequences(first), RaggedTokens.from_sequences(second), np.array(labels, dtype=np.int64)
+    )
 
 
 def read_retrieval_split(folder: Path, split: str, max_length: int) -> TokenPairSet:

@@ -55,7 +55,8 @@ class RaggedTokens:
         inside = np.arange(width) < lengths[:, None]  # (B, S)
         positions = self.offsets[rows][:, None] + np.arange(width)  # (B, S), past the end where not inside
         return np.where(inside, self.tokens[np.minimum(positions, len(self.tokens) - 1)], PADDING_TOKEN).astype(
-            np.int64)
+            np.int64
+        )
 
 
 @dataclass(frozen=True)

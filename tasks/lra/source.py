@@ -15,11 +15,16 @@ REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 def source_problems(source: str, release_folder: str, can_generate: bool) -> list[str]:
     """Why ``source`` names no data; ``release_folder`` says which folder of the release a path must name."""
     if source == GENERATED and not can_generate:
-        return [f"source={source!r} is not available: this task has no generator; valid: the path of the release "
-                f"folder {release_folder}"]
+        return [
+            f"source={source!r} is not available: this task has no generator; valid: the path of the release "
+            f"folder {release_folder}"
+        ]
     if not source.strip():
-        return [f"source={source!r} is empty; valid: " + (f"{GENERATED!r} or " if can_generate else "")
-                + f"the path of the release folder {release_folder}"]
+        return [
+            f"source={source!r} is empty; valid: "
+            + (f"{GENERATED!r} or " if can_generate else "")
+            + f"the path of the release folder {release_folder}"
+        ]
     return []
 
 

@@ -11,17 +11,23 @@ def layout_problems(vocab_size: int, context_length: int, num_kv_pairs: int) -> 
     """Why (V, L, KV) gives no MQAR sequence (Arora et al. 2023's asserts), one message per problem."""
     problems = []
     if context_length % 2:
-        problems.append(f"context_length={context_length} must be even (the queries take two positions each); "
-                        f"valid: {context_length - 1} or {context_length + 1}")
+        problems.append(
+            f"context_length={context_length} must be even (the queries take two positions each); "
+            f"valid: {context_length - 1} or {context_length + 1}"
+        )
     # Zoology asserts V > L, which the generator does not need: it draws KV distinct keys from [1, V//2) and KV
     # distinct values from [V//2, V), so it needs KV <= V//2 - 1. The xLSTM paper evaluates CL 8192 with V 8192
     # (MQAR-Experiment 3), which V > L would refuse.
     if num_kv_pairs > vocab_size // 2 - 1:
-        problems.append(f"vocab_size={vocab_size} has too few keys for num_kv_pairs={num_kv_pairs}: keys are distinct "
-                        f"tokens of [1, vocab_size // 2), valid: vocab_size >= {2 * num_kv_pairs + 2}")
+        problems.append(
+            f"vocab_size={vocab_size} has too few keys for num_kv_pairs={num_kv_pairs}: keys are distinct "
+            f"tokens of [1, vocab_size // 2), valid: vocab_size >= {2 * num_kv_pairs + 2}"
+        )
     if 4 * num_kv_pairs > context_length:
-        problems.append(f"num_kv_pairs={num_kv_pairs} is too many for context_length={context_length}: "
-                        f"4 * num_kv_pairs <= context_length, valid: 1 <= num_kv_pairs <= {context_length // 4}")
+        problems.append(
+            f"num_kv_pairs={num_kv_pairs} is too many for context_length={context_length}: "
+            f"4 * num_kv_pairs <= context_length, valid: 1 <= num_kv_pairs <= {context_length // 4}"
+        )
     return problems
 
 
@@ -49,8 +55,14 @@ class MQARTaskConfig:
     def spec(self) -> TaskSpec:
         """Accuracy of guessing: 1 / (number of value tokens). Every target is a value token, and a guess that
         does not recall the pairs has no better choice among them."""
-        return TaskSpec(name="mqar", input_kind="tokens", input_size=self.vocab_size, num_classes=self.vocab_size,
-                        random_accuracy=1 / (self.vocab_size - self.vocab_size // 2), group="associative recall")
+        return TaskSpec(
+            name="mqar",
+            input_kind="tokens",
+            input_size=self.vocab_size,
+            num_classes=self.vocab_size,
+            random_accuracy=1 / (self.vocab_size - self.vocab_size // 2),
+            group="associative recall",
+        )
 
     def problems(self) -> list[str]:
         return layout_problems(self.vocab_size, self.context_length, self.num_kv_pairs)

@@ -20,19 +20,33 @@ GENERATOR_VERSION = 1  # part of the cache key: bump it when the same configurat
 
 def mqar_set(config: MQARTaskConfig, stream: int, samples: int) -> MQARSet:
     """The ``samples`` samples of ``stream``, from the data cache or generated (and then cached)."""
-    generating = {"task": "mqar", "version": GENERATOR_VERSION, "vocab_size": config.vocab_size,
-                  "context_length": config.context_length, "num_kv_pairs": config.num_kv_pairs,
-                  "power_a": config.power_a, "samples": samples, "seed": [config.data_seed, stream]}
+    generating = {
+        "task": "mqar",
+        "version": GENERATOR_VERSION,
+        "vocab_size": config.vocab_size,
+        "context_length": config.context_length,
+        "num_kv_pairs": config.num_kv_pairs,
+        "power_a": config.power_a,
+        "samples": samples,
+        "seed": [config.data_seed, stream],
+    }
 
     def draw() -> dict[str, np.ndarray]:
-        drawn = generate(config.vocab_size, config.context_length, config.num_kv_pairs, config.power_a, samples,
-                         np.random.default_rng([config.data_seed, stream]))
+        drawn = generate(
+            config.vocab_size,
+            config.context_length,
+            config.num_kv_pairs,
+            config.power_a,
+            samples,
+            np.random.default_rng([config.data_seed, stream]),
+        )
         return {"keys": drawn.keys, "values": drawn.values, "gaps": drawn.gaps}
 
     arrays = cached_arrays("mqar", generating, draw)
     fill_seed = (config.data_seed, stream, FILL_STREAM) if config.random_non_queries else None
-    return MQARSet(config.vocab_size, config.context_length, arrays["keys"], arrays["values"], arrays["gaps"],
-                   fill_seed)
+    return MQARSet(
+        config.vocab_size, config.context_length, arrays["keys"], arrays["values"], arrays["gaps"], fill_seed
+    )
 
 
 class MQARDataModule(FixedSetsDataModule):

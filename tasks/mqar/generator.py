@@ -50,10 +50,16 @@ class MQARSet:
         if self.fill_seed is None:
             inputs = np.zeros((batch, self.context_length), dtype=np.int64)
         else:
-            inputs = np.stack([np.random.default_rng([*self.fill_seed, int(row)]).integers(
-                0, self.vocab_size, size=self.context_length) for row in rows])  # (B, L)
-        inputs[:, 0:2 * pairs:2] = keys
-        inputs[:, 1:2 * pairs:2] = values
+            inputs = np.stack(
+                [
+                    np.random.default_rng([*self.fill_seed, int(row)]).integers(
+                        0, self.vocab_size, size=self.context_length
+                    )
+                    for row in rows
+                ]
+            )  # (B, L)
+        inputs[:, 0 : 2 * pairs : 2] = keys
+        inputs[:, 1 : 2 * pairs : 2] = values
         queries = 2 * pairs + 2 * self.gaps[rows].astype(np.int64)  # (B, KV)
         np.put_along_axis(inputs, queries, keys, axis=1)
         targets = np.full((batch, self.context_length), IGNORE_INDEX, dtype=np.int64)
@@ -61,8 +67,15 @@ class MQARSet:
         return inputs, targets
 
 
-def generate(vocab_size: int, context_length: int, num_kv_pairs: int, power_a: float, samples: int,
-             rng: np.random.Generator, fill_seed: tuple[int, ...] | None = None) -> MQARSet:
+def generate(
+    vocab_size: int,
+    context_length: int,
+    num_kv_pairs: int,
+    power_a: float,
+    samples: int,
+    rng: np.random.Generator,
+    fill_seed: tuple[int, ...] | None = None,
+) -> MQARSet:
     """``samples`` MQAR samples drawn from ``rng``; ValueError naming every bad value before anything is drawn."""
     problems = layout_problems(vocab_size, context_length, num_kv_pairs)
     if not power_a > 0:
@@ -80,8 +93,9 @@ def generate(vocab_size: int, context_length: int, num_kv_pairs: int, power_a: f
         keys.append(distinct_uniform(rng, 1, half, num_kv_pairs, rows).astype(dtype))
         values.append(distinct_uniform(rng, half, vocab_size, num_kv_pairs, rows).astype(dtype))
         gaps.append(power_law_gaps(rng, slots, num_kv_pairs, power_a, rows).astype(dtype))
-    return MQARSet(vocab_size, context_length, np.concatenate(keys), np.concatenate(values), np.concatenate(gaps),
-                   fill_seed)
+    return MQARSet(
+        vocab_size, context_length, np.concatenate(keys), np.concatenate(values), np.concatenate(gaps), fill_seed
+    )
 
 
 def distinct_uniform(rng: np.random.Generator, low: int, high: int, count: int, rows: int) -> np.ndarray:

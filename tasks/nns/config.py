@@ -11,8 +11,7 @@ from tasks.spec import TaskSpec
 def length_problems(min_length: int, max_length: int) -> list[str]:
     """Why the length range [min_length, max_length] gives no sequence, one message per problem."""
     if min_length > max_length:
-        return [f"min_length={min_length} must be <= max_length={max_length}; "
-                f"valid: 2 <= min_length <= {max_length}"]
+        return [f"min_length={min_length} must be <= max_length={max_length}; valid: 2 <= min_length <= {max_length}"]
     return []
 
 
@@ -35,8 +34,15 @@ class NNSTaskConfig:
 
     def spec(self) -> TaskSpec:
         """Real-valued inputs (the vector and its value) and one real output, scored by its squared error."""
-        return TaskSpec(name="nns", input_kind="vectors", input_size=self.vector_dim + 1, num_classes=1,
-                        random_accuracy=None, group="nearest neighbor search", output_kind="scalar")
+        return TaskSpec(
+            name="nns",
+            input_kind="vectors",
+            input_size=self.vector_dim + 1,
+            num_classes=1,
+            random_accuracy=None,
+            group="nearest neighbor search",
+            output_kind="scalar",
+        )
 
     def problems(self) -> list[str]:
         return length_problems(self.min_length, self.max_length)

@@ -17,8 +17,13 @@ from tasks.nns.generator import NNSSet, generate
 
 def nns_set(config: NNSTaskConfig, stream: int, samples: int) -> NNSSet:
     """The ``samples`` samples of ``stream``."""
-    return generate(config.vector_dim, config.min_length, config.max_length, samples,
-                    np.random.default_rng([config.data_seed, stream]))
+    return generate(
+        config.vector_dim,
+        config.min_length,
+        config.max_length,
+        samples,
+        np.random.default_rng([config.data_seed, stream]),
+    )
 
 
 class NNSDataModule(FixedSetsDataModule):

@@ -55,8 +55,12 @@ class NNSSet:
 def generate(vector_dim: int, min_length: int, max_length: int, samples: int, rng: np.random.Generator) -> NNSSet:
     """``samples`` NNS samples drawn from ``rng``; ValueError naming every bad value before anything is drawn."""
     problems = length_problems(min_length, max_length)
-    for name, value, least in (("vector_dim", vector_dim, 2), ("min_length", min_length, 2),
-                               ("max_length", max_length, 2), ("samples", samples, 1)):
+    for name, value, least in (
+        ("vector_dim", vector_dim, 2),
+        ("min_length", min_length, 2),
+        ("max_length", max_length, 2),
+        ("samples", samples, 1),
+    ):
         if value < least:
             problems.append(f"{name}={value} must be >= {least}")
     if problems:

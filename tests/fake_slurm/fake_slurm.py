@@ -93,7 +93,7 @@ def sbatch_options(script: str) -> dict[str, str]:
     options = {}
     for line in script.splitlines():
         if line.startswith("#SBATCH "):
-            key, _, value = line[len("#SBATCH "):].strip().removeprefix("--").partition("=")
+            key, _, value = line[len("#SBATCH ") :].strip().removeprefix("--").partition("=")
             options[key] = value or "true"
     return options
 
@@ -110,16 +110,34 @@ def sbatch(arguments: list[str]) -> int:
         (STATE / "scripts").mkdir(exist_ok=True)
         (STATE / "scripts" / f"{array_job}.sh").write_text(script)
         for offset, index in enumerate(indices):
-            write_job({
-                "id": f"{array_job}_{index}" if index is not None else str(array_job),
-                "array_job": str(array_job), "array_task": index, "job_number": array_job + offset,
-                "state": "PENDING", "restart_count": 0, "options": options, "parallelism": parallelism,
-                "submit_dir": os.getcwd(), "batch_pgid": None, "task_pids": [], "exit_code": None,
-                "requeue": False, "cancel": False, "kill_at": None,
-            })
+            write_job(
+                {
+                    "id": f"{array_job}_{index}" if index is not None else str(array_job),
+                    "array_job": str(array_job),
+                    "array_task": index,
+                    "job_number": array_job + offset,
+                    "state": "PENDING",
+                    "restart_count": 0,
+                    "options": options,
+                    "parallelism": parallelism,
+                    "submit_dir": os.getcwd(),
+                    "batch_pgid": None,
+                    "task_pids": [],
+                    "exit_code": None,
+                    "requeue": False,
+                    "cancel": False,
+                    "kill_at": None,
+                }
+            )
     log = open(STATE / f"scheduler-{array_job}.log", "a")
-    subprocess.Popen([sys.executable, __file__, "schedule", str(array_job)], stdin=subprocess.DEVNULL, stdout=log,
-                     stderr=log, start_new_session=True, env=os.environ | {"FAKE_SLURM_STATE": str(STATE)})
+    subprocess.Popen(
+        [sys.executable, __file__, "schedule", str(array_job)],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+        start_new_session=True,
+        env=os.environ | {"FAKE_SLURM_STATE": str(STATE)},
+    )
     print(f"Submitted batch job {array_job}")
     return 0
 
@@ -128,11 +146,18 @@ def job_environment(job: dict) -> dict[str, str]:
     options = job["options"]
     nodes, tasks_per_node = int(options.get("nodes", 1)), int(options.get("ntasks-per-node", 1))
     variables = {
-        "SLURM_JOB_ID": str(job["job_number"]), "SLURM_JOBID": str(job["job_number"]),
-        "SLURM_JOB_NAME": options.get("job-name", "sbatch"), "SLURM_NNODES": str(nodes),
-        "SLURM_JOB_NUM_NODES": str(nodes), "SLURM_JOB_NODELIST": "localhost", "SLURM_NODELIST": "localhost",
-        "SLURM_NTASKS_PER_NODE": str(tasks_per_node), "SLURM_NTASKS": str(nodes * tasks_per_node),
-        "SLURM_SUBMIT_DIR": job["submit_dir"], "SLURM_CLUSTER_NAME": "fake", "FAKE_SLURM_JOB": job["id"],
+        "SLURM_JOB_ID": str(job["job_number"]),
+        "SLURM_JOBID": str(job["job_number"]),
+        "SLURM_JOB_NAME": options.get("job-name", "sbatch"),
+        "SLURM_NNODES": str(nodes),
+        "SLURM_JOB_NUM_NODES": str(nodes),
+        "SLURM_JOB_NODELIST": "localhost",
+        "SLURM_NODELIST": "localhost",
+        "SLURM_NTASKS_PER_NODE": str(tasks_per_node),
+        "SLURM_NTASKS": str(nodes * tasks_per_node),
+        "SLURM_SUBMIT_DIR": job["submit_dir"],
+        "SLURM_CLUSTER_NAME": "fake",
+        "FAKE_SLURM_JOB": job["id"],
     }
     if job["array_task"] is not None:
         variables |= {"SLURM_ARRAY_JOB_ID": job["array_job"], "SLURM_ARRAY_TASK_ID": str(job["array_task"])}
@@ -156,9 +181,15 @@ def start(job: dict) -> subprocess.Popen:
     output = output_path(options.get("output", str(STATE / "slurm-%j.out")), job)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     with open(output, "a") as handle:
-        process = subprocess.Popen(["bash", str(script)], cwd=job["submit_dir"], stdin=subprocess.DEVNULL,
-                                   stdout=handle, stderr=subprocess.STDOUT, start_new_session=True,
-                                   env=os.environ | job_environment(job))
+        process = subprocess.Popen(
+            ["bash", str(script)],
+            cwd=job["submit_dir"],
+            stdin=subprocess.DEVNULL,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=os.environ | job_environment(job),
+        )
     update_job(job["id"], state="RUNNING", batch_pgid=process.pid, task_pids=[], kill_at=None)
     return process
 
@@ -188,8 +219,13 @@ def schedule(array_job: str) -> int:
                 continue
             del running[job["id"]]
             if job["requeue"]:
-                update_job(job["id"], state="PENDING", requeue=False, restart_count=job["restart_count"] + 1,
-                           exit_code=process.returncode)
+                update_job(
+                    job["id"],
+                    state="PENDING",
+                    requeue=False,
+                    restart_count=job["restart_count"] + 1,
+                    exit_code=process.returncode,
+                )
             else:
                 state = "CANCELLED" if job["cancel"] else "COMPLETED" if process.returncode == 0 else "FAILED"
                 update_job(job["id"], state=state, exit_code=process.returncode)
@@ -221,13 +257,22 @@ def srun(arguments: list[str]) -> int:
     kill_on_bad_exit = options.get("k", os.environ.get("SLURM_KILL_BAD_EXIT", "0")) == "1"
     tasks = []
     for rank in range(nodes * tasks_per_node):
-        variables = {"SLURM_PROCID": str(rank), "SLURM_LOCALID": str(rank % tasks_per_node),
-                     "SLURM_NODEID": str(rank // tasks_per_node), "SLURM_STEP_ID": "0", "SLURM_STEPID": "0",
-                     "SLURM_STEP_NUM_TASKS": str(nodes * tasks_per_node), "SLURM_STEP_NUM_NODES": str(nodes)}
+        variables = {
+            "SLURM_PROCID": str(rank),
+            "SLURM_LOCALID": str(rank % tasks_per_node),
+            "SLURM_NODEID": str(rank // tasks_per_node),
+            "SLURM_STEP_ID": "0",
+            "SLURM_STEPID": "0",
+            "SLURM_STEP_NUM_TASKS": str(nodes * tasks_per_node),
+            "SLURM_STEP_NUM_NODES": str(nodes),
+        }
         stdout = open(output_path(options.get("o", os.devnull), job, rank), "a")
         stderr = open(output_path(options["e"], job, rank), "a") if "e" in options else subprocess.STDOUT
-        tasks.append(subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                                      env=os.environ | variables))
+        tasks.append(
+            subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=os.environ | variables
+            )
+        )
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the tasks get SLURM's signals themselves; srun waits for them
     update_job(job["id"], task_pids=[task.pid for task in tasks])
     codes: dict[int, int] = {}
@@ -266,8 +311,10 @@ def scontrol(arguments: list[str]) -> int:
         return 2
     for job in resolve(arguments[1]):
         if job["options"].get("requeue") != "true":
-            print(f"scontrol: error: Requeue of job {job['id']} failed: Requested operation is presently disabled",
-                  file=sys.stderr)
+            print(
+                f"scontrol: error: Requeue of job {job['id']} failed: Requested operation is presently disabled",
+                file=sys.stderr,
+            )
             return 1
         if job["state"] == "RUNNING":
             end_job(job, requeue=True)
@@ -325,16 +372,27 @@ def squeue(arguments: list[str]) -> int:
 def sacct(arguments: list[str]) -> int:
     jobs, options = listed_jobs(arguments)
     fields = options.get("format", "JobID,State").split(",")
-    values = {"JobID": lambda job: job["id"], "State": lambda job: job["state"], "NodeList": lambda job: "localhost",
-              "ExitCode": lambda job: f"{job['exit_code'] or 0}:0"}
+    values = {
+        "JobID": lambda job: job["id"],
+        "State": lambda job: job["state"],
+        "NodeList": lambda job: "localhost",
+        "ExitCode": lambda job: f"{job['exit_code'] or 0}:0",
+    }
     print("|".join(fields))
     for job in jobs:
         print("|".join(values[field](job) for field in fields))
     return 0
 
 
-COMMANDS = {"sbatch": sbatch, "srun": srun, "scontrol": scontrol, "scancel": scancel, "squeue": squeue,
-            "sacct": sacct, "schedule": lambda arguments: schedule(arguments[0])}
+COMMANDS = {
+    "sbatch": sbatch,
+    "srun": srun,
+    "scontrol": scontrol,
+    "scancel": scancel,
+    "squeue": squeue,
+    "sacct": sacct,
+    "schedule": lambda arguments: schedule(arguments[0]),
+}
 
 if __name__ == "__main__":
     if sys.argv[1] != "schedule":  # every call, with the process that made it

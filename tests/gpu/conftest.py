@@ -43,8 +43,11 @@ def recorded_environment(record_testsuite_property):
 @pytest.fixture(scope="session", autouse=True)
 def started_runs(request, tmp_path_factory) -> dict[str, Future]:
     """Run name -> the future of its Finished run, for every selected test's run, started at once."""
-    runs = {item.callspec.params["model"].name: item.callspec.params["model"] for item in request.session.items
-            if isinstance(getattr(getattr(item, "callspec", None), "params", {}).get("model"), TrainingRun)}
+    runs = {
+        item.callspec.params["model"].name: item.callspec.params["model"]
+        for item in request.session.items
+        if isinstance(getattr(getattr(item, "callspec", None), "params", {}).get("model"), TrainingRun)
+    }
     if not runs or not torch.cuda.is_available():
         yield {}
         return

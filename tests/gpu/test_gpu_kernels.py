@@ -50,13 +50,15 @@ PARALLEL_PROBES = 16  # a hung probe waits out its time-out (and its retry under
 
 
 def kernels_under_test() -> list[str]:
-    """"op backend" for every backend of the ops with probe cases but the torch reference itself; of backends that
+    """ "op backend" for every backend of the ops with probe cases but the torch reference itself; of backends that
     are one function under two names (the compiled sLSTM scan), the one auto picks on CUDA."""
     kernels = []
     for op in sorted(REALISTIC_CLASSES):
         seen = set()
-        for backend in sorted((backends.backend(op, name) for name in backends.backends_of(op)),
-                              key=lambda backend: -backend.priority - 1000 * backend.is_available(CUDA)):
+        for backend in sorted(
+            (backends.backend(op, name) for name in backends.backends_of(op)),
+            key=lambda backend: -backend.priority - 1000 * backend.is_available(CUDA),
+        ):
             if backend.name != "torch" and backend.function not in seen:
                 seen.add(backend.function)
                 kernels.append(f"{op} {backend.name}")
@@ -77,8 +79,11 @@ def verdicts(request) -> None:
         parameters = getattr(getattr(item, "callspec", None), "params", {})
         if item.module.__name__ == request.module.__name__ and "kernel" in parameters:
             wanted.update(calls(parameters["kernel"], DTYPES[parameters["dtype"]]))
-    probed = [(op, backends.backend(op, name), dtype, shape_class) for op, name, dtype, shape_class in wanted
-              if backends.backend(op, name).probed and backends.backend(op, name).is_available(CUDA)]
+    probed = [
+        (op, backends.backend(op, name), dtype, shape_class)
+        for op, name, dtype, shape_class in wanted
+        if backends.backend(op, name).probed and backends.backend(op, name).is_available(CUDA)
+    ]
     if probe.mode() != "off":
         with ThreadPoolExecutor(PARALLEL_PROBES) as pool:
             list(pool.map(lambda call: probe.verdict(call[0], call[1], CUDA, call[2], call[3]), probed))
@@ -97,8 +102,9 @@ def relative_error(op: str, function, args, kwargs, loss) -> float:
     reference_args = float32_copies(args)
     value = loss(function(*args, **kwargs)).double()
     reference = loss(backends.backend(op, "torch").function(*reference_args, **kwargs)).double()
-    differentiable = [index for index, arg in enumerate(reference_args)
-                      if isinstance(arg, torch.Tensor) and arg.requires_grad]
+    differentiable = [
+        index for index, arg in enumerate(reference_args) if isinstance(arg, torch.Tensor) and arg.requires_grad
+    ]
     pairs = [(value, reference)]
     if differentiable:
         gradients = torch.autograd.grad(value, [args[index] for index in differentiable], allow_unused=True)
@@ -114,8 +120,12 @@ def relative_error(op: str, function, args, kwargs, loss) -> float:
 
 
 def float32_copies(args) -> list:
-    return [arg.detach().float().requires_grad_(arg.requires_grad)
-            if isinstance(arg, torch.Tensor) and arg.is_floating_point() else arg for arg in args]
+    return [
+        arg.detach().float().requires_grad_(arg.requires_grad)
+        if isinstance(arg, torch.Tensor) and arg.is_floating_point()
+        else arg
+        for arg in args
+    ]
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))

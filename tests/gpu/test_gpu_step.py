@@ -27,8 +27,10 @@ def backbone_configs() -> dict[str, dict]:
     configs = {}
     for model in model_configs():
         config = yaml.safe_load((MODEL_CONFIGS / f"{model}.yaml").read_text())
-        configs.setdefault(config["name"], dict(embedding_dim=config["embedding_dim"], num_blocks=config["num_blocks"],
-                                                **config["options"]))
+        configs.setdefault(
+            config["name"],
+            dict(embedding_dim=config["embedding_dim"], num_blocks=config["num_blocks"], **config["options"]),
+        )
     return configs
 
 

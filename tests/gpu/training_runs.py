@@ -30,8 +30,13 @@ from models.catalog import training_policy
 
 MODEL_CONFIGS = REPOSITORY_ROOT / "configs" / "model"
 MAX_STEPS, VALIDATION_EVERY = 30, 10
-STEPS = [f"trainer.max_steps={MAX_STEPS}", f"trainer.val_every_steps={VALIDATION_EVERY}", "trainer.batch_size=16",
-         "trainer.num_threads=2", "trainer.checkpoint=false"]
+STEPS = [
+    f"trainer.max_steps={MAX_STEPS}",
+    f"trainer.val_every_steps={VALIDATION_EVERY}",
+    "trainer.batch_size=16",
+    "trainer.num_threads=2",
+    "trainer.checkpoint=false",
+]
 TASKS = {
     "bucket_sort": ["task=bucket_sort", "task.val_samples=64", "task.test_samples=16", "task.eval_max_length=40"],
     "mqar": ["task=mqar", "task.train_samples=2048", "task.val_samples=64", "task.test_samples=16"],
@@ -72,8 +77,9 @@ class TrainingRun:
 
 
 def training_runs() -> list[TrainingRun]:
-    return [TrainingRun(model, FORMAL_LANGUAGE, "bf16-mixed") for model in model_configs()] + \
-        [TrainingRun(model, task, "32-true") for task, models in FLOAT32_RUNS.items() for model in models]
+    return [TrainingRun(model, FORMAL_LANGUAGE, "bf16-mixed") for model in model_configs()] + [
+        TrainingRun(model, task, "32-true") for task, models in FLOAT32_RUNS.items() for model in models
+    ]
 
 
 @dataclass
@@ -94,13 +100,22 @@ def validation_losses(run_directory: Path) -> list[tuple[int, float]]:
 
 def train(run: TrainingRun, root: Path, timeout_seconds: float = RUN_SECONDS) -> Finished:
     """The run's ``train`` command in a process group of its own (killed whole at the time limit), into ``root``."""
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPOSITORY_ROOT),
-                                                                             os.environ.get("PYTHONPATH")])),
-                   "TORCHINDUCTOR_COMPILE_THREADS": "1"}  # runs train side by side: one compile worker each
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPOSITORY_ROOT), os.environ.get("PYTHONPATH")])),
+        "TORCHINDUCTOR_COMPILE_THREADS": "1",
+    }  # runs train side by side: one compile worker each
     command = [sys.executable, "-m", "experiments.cli", "train", *run.overrides(), "--root", str(root)]
     started = time.monotonic()
-    with subprocess.Popen(command, cwd=REPOSITORY_ROOT, env=environment, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, start_new_session=True) as process:
+    with subprocess.Popen(
+        command,
+        cwd=REPOSITORY_ROOT,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    ) as process:
         _running.add(process.pid)
         try:
             output, _ = process.communicate(timeout=timeout_seconds)

@@ -54,16 +54,32 @@ def saves_states(q: torch.Tensor, v: torch.Tensor, tiling: Tiling) -> bool:
     return state_bytes <= 2 * input_bytes
 
 
-def chunkwise_triton(q, k, v, i, f, *, initial_state, return_state, forget_gate, eps, chunk_size,
-                     tiling: Tiling | None = None, save_states: bool | None = None):
+def chunkwise_triton(
+    q,
+    k,
+    v,
+    i,
+    f,
+    *,
+    initial_state,
+    return_state,
+    forget_gate,
+    eps,
+    chunk_size,
+    tiling: Tiling | None = None,
+    save_states: bool | None = None,
+):
     """``"mlstm.chunkwise"`` on our Triton kernels; ``tiling`` and ``save_states`` override the choices (tests use
     small tiles and both ways of the backward)."""
     reason = unsupported(q, k, v)
     if reason is not None:
         if reason not in _warned:
             _warned.add(reason)
-            warnings.warn(f"backend 'triton' cannot run mlstm.chunkwise with {reason}; using the torch backend",
-                          RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"backend 'triton' cannot run mlstm.chunkwise with {reason}; using the torch backend",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         options = dict(initial_state=initial_state, return_state=return_state, forget_gate=forget_gate, eps=eps)
         return resolve("mlstm.chunkwise", "torch", q.device)(q, k, v, i, f, **options, chunk_size=chunk_size)
     from kernels.mlstm.triton.function import ChunkwiseMLSTMTriton
@@ -74,8 +90,9 @@ def chunkwise_triton(q, k, v, i, f, *, initial_state, return_state, forget_gate,
     if save_states is None:
         save_states = saves_states(q, v, tiling)
     C0, n0, m0 = initial_state if initial_state is not None else (None, None, None)
-    h, C, n, m = ChunkwiseMLSTMTriton.apply(q, k, v, i, f, C0, n0, m0, forget_gate == "exp", float(eps), tiling,
-                                            save_states)
+    h, C, n, m = ChunkwiseMLSTMTriton.apply(
+        q, k, v, i, f, C0, n0, m0, forget_gate == "exp", float(eps), tiling, save_states
+    )
     return (h, MLSTMState(C, n, m)) if return_state else h
 
 

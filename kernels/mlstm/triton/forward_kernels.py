@@ -20,13 +20,36 @@ from kernels.mlstm.triton.tile_math import gate_matrix, matmul
 
 @triton.jit
 def gated_scores_kernel(
-    q, k, u, u_max, b, n_states, m_states, scores, den, slope,
+    q,
+    k,
+    u,
+    u_max,
+    b,
+    n_states,
+    m_states,
+    scores,
+    den,
+    slope,
     # q, k (B, NH, S, DHK); u, u_max, b (BH, NC * L); n_states (BH, NC + 1, DHK), m_states (BH, NC + 1);
     # outputs scores (BH, NC, L, L) in q's dtype (tiles above the diagonal untouched), den and slope (BH, NC * L)
-    S, NC, NH, scale, eps,
-    stride_q_batch, stride_q_head, stride_q_time, stride_q_dim,
-    stride_k_batch, stride_k_head, stride_k_time, stride_k_dim,
-    DHK: tl.constexpr, L: tl.constexpr, BL: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr,
+    S,
+    NC,
+    NH,
+    scale,
+    eps,
+    stride_q_batch,
+    stride_q_head,
+    stride_q_time,
+    stride_q_dim,
+    stride_k_batch,
+    stride_k_head,
+    stride_k_time,
+    stride_k_dim,
+    DHK: tl.constexpr,
+    L: tl.constexpr,
+    BL: tl.constexpr,
+    BK: tl.constexpr,
+    PRECISION: tl.constexpr,
 ):
     """One program per (chunk and head, block of BL rows)."""
     chunk_head, row_block = tl.program_id(0), tl.program_id(1)
@@ -48,10 +71,16 @@ def gated_scores_kernel(
         qk = tl.zeros([BL, BL], dtype=tl.float32)
         for dim_start in range(0, DHK, BK):
             dim_valid = dim_start + dims < DHK
-            q_tile = tl.load(q_rows + (dim_start + dims[None, :]) * stride_q_dim,
-                             mask=row_valid[:, None] & dim_valid[None, :], other=0.0)  # (BL, BK)
-            k_tile = tl.load(k_head + column_time[None, :] * stride_k_time + (dim_start + dims[:, None]) * stride_k_dim,
-                             mask=(column_time < S)[None, :] & dim_valid[:, None], other=0.0)  # (BK, BL)
+            q_tile = tl.load(
+                q_rows + (dim_start + dims[None, :]) * stride_q_dim,
+                mask=row_valid[:, None] & dim_valid[None, :],
+                other=0.0,
+            )  # (BL, BK)
+            k_tile = tl.load(
+                k_head + column_time[None, :] * stride_k_time + (dim_start + dims[:, None]) * stride_k_dim,
+                mask=(column_time < S)[None, :] & dim_valid[:, None],
+                other=0.0,
+            )  # (BK, BL)
             qk += matmul(q_tile, k_tile, PRECISION)
         c_tilde = qk * scale * gate_matrix(u, u_max, m, gates_chunk, rows, columns)  # (BL, BL)
         normaliser += tl.sum(c_tilde, axis=1)
@@ -62,8 +91,9 @@ def gated_scores_kernel(
     q_dot_n = tl.zeros([BL], dtype=tl.float32)
     for dim_start in range(0, DHK, BK):
         dim_valid = dim_start + dims < DHK
-        q_tile = tl.load(q_rows + (dim_start + dims[None, :]) * stride_q_dim,
-                         mask=row_valid[:, None] & dim_valid[None, :], other=0.0).to(tl.float32)  # (BL, BK)
+        q_tile = tl.load(
+            q_rows + (dim_start + dims[None, :]) * stride_q_dim, mask=row_valid[:, None] & dim_valid[None, :], other=0.0
+        ).to(tl.float32)  # (BL, BK)
         n_tile = tl.load(n_chunk + dim_start + dims, mask=dim_valid, other=0.0)  # (BK,)
         q_dot_n += tl.sum(q_tile * n_tile[None, :], axis=1)
     normaliser += start_weight * q_dot_n
@@ -79,15 +109,38 @@ def gated_scores_kernel(
 
 @triton.jit
 def outputs_kernel(
-    q, v, u_max, scores, den, C_states, m_states, h,
+    q,
+    v,
+    u_max,
+    scores,
+    den,
+    C_states,
+    m_states,
+    h,
     # q (B, NH, S, DHK), v and h (B, NH, S, DHV); u_max, den (BH, NC * L); scores (BH, NC, L, L);
     # C_states (BH, NC + 1, DHK, DHV), m_states (BH, NC + 1)
-    S, NC, NH,
-    stride_q_batch, stride_q_head, stride_q_time, stride_q_dim,
-    stride_v_batch, stride_v_head, stride_v_time, stride_v_dim,
-    stride_h_batch, stride_h_head, stride_h_time, stride_h_dim,
-    DHK: tl.constexpr, DHV: tl.constexpr, L: tl.constexpr, BL: tl.constexpr, BK: tl.constexpr,
-    BV: tl.constexpr, PRECISION: tl.constexpr,
+    S,
+    NC,
+    NH,
+    stride_q_batch,
+    stride_q_head,
+    stride_q_time,
+    stride_q_dim,
+    stride_v_batch,
+    stride_v_head,
+    stride_v_time,
+    stride_v_dim,
+    stride_h_batch,
+    stride_h_head,
+    stride_h_time,
+    stride_h_dim,
+    DHK: tl.constexpr,
+    DHV: tl.constexpr,
+    L: tl.constexpr,
+    BL: tl.constexpr,
+    BK: tl.constexpr,
+    BV: tl.constexpr,
+    PRECISION: tl.constexpr,
 ):
     """One program per (chunk and head, block of BL rows, block of BV value dims)."""
     chunk_head, row_block, value_block = tl.program_id(0), tl.program_id(1), tl.program_id(2)
@@ -104,10 +157,14 @@ def outputs_kernel(
     numerator = tl.zeros([BL, BV], dtype=tl.float32)  # first q_t C, then a_t q_t C + sum_s c~_ts v_s
     for dim_start in range(0, DHK, BK):
         dim_valid = dim_start + dims < DHK
-        q_tile = tl.load(q_rows + (dim_start + dims[None, :]) * stride_q_dim,
-                         mask=row_valid[:, None] & dim_valid[None, :], other=0.0)  # (BL, BK)
-        C_tile = tl.load(C_chunk + (dim_start + dims[:, None]) * DHV + values[None, :],
-                         mask=dim_valid[:, None] & value_valid[None, :], other=0.0)  # (BK, BV)
+        q_tile = tl.load(
+            q_rows + (dim_start + dims[None, :]) * stride_q_dim, mask=row_valid[:, None] & dim_valid[None, :], other=0.0
+        )  # (BL, BK)
+        C_tile = tl.load(
+            C_chunk + (dim_start + dims[:, None]) * DHV + values[None, :],
+            mask=dim_valid[:, None] & value_valid[None, :],
+            other=0.0,
+        )  # (BK, BV)
         numerator += matmul(q_tile, C_tile.to(q_tile.dtype), PRECISION)
     gates_chunk = head_index.to(tl.int64) * NC * L + chunk * L
     m = tl.load(m_states + head_index.to(tl.int64) * (NC + 1) + chunk)
@@ -119,10 +176,16 @@ def outputs_kernel(
         columns = column_block * BL + tl.arange(0, BL)  # (BL,)
         column_time = chunk * L + columns
         c_tilde = tl.load(scores_chunk + rows[:, None] * L + columns[None, :])  # (BL, BL)
-        v_tile = tl.load(v_head + column_time[:, None] * stride_v_time + values[None, :] * stride_v_dim,
-                         mask=(column_time < S)[:, None] & value_valid[None, :], other=0.0)  # (BL, BV)
+        v_tile = tl.load(
+            v_head + column_time[:, None] * stride_v_time + values[None, :] * stride_v_dim,
+            mask=(column_time < S)[:, None] & value_valid[None, :],
+            other=0.0,
+        )  # (BL, BV)
         numerator += matmul(c_tilde, v_tile, PRECISION)
     h_tile = numerator / tl.load(den + gates_chunk + rows)[:, None]
     h_rows = h + batch.to(tl.int64) * stride_h_batch + head * stride_h_head + row_time[:, None] * stride_h_time
-    tl.store(h_rows + values[None, :] * stride_h_dim, h_tile.to(h.dtype.element_ty),
-             mask=row_valid[:, None] & value_valid[None, :])
+    tl.store(
+        h_rows + values[None, :] * stride_h_dim,
+        h_tile.to(h.dtype.element_ty),
+        mask=row_valid[:, None] & value_valid[None, :],
+    )

@@ -65,10 +65,32 @@ def chunk_states(k, v, b, u, u_max, C0, n0, m_start, NH: int, tiling: Tiling):
         initial, initial_strides = (m_start, m_start), (0,) * 7  # not read
     state_grid = (BH, _cdiv(DHK, tiling.state_key_block), _cdiv(DHV, tiling.state_value_block))
     chunk_states_kernel[state_grid](
-        k, v, u, u_max, b, *initial, m_start, C_states, n_states, m_states, k.shape[2], NC, NH, 1.0 / math.sqrt(DHK),
-        *k.stride(), *v.stride(), *initial_strides,
-        DHK=DHK, DHV=DHV, L=L, BL=tiling.state_step_block, BK=tiling.state_key_block, BV=tiling.state_value_block,
-        HAS_INITIAL_STATE=has_initial_state, PRECISION=dot_precision(k.dtype), num_warps=NUM_WARPS,
+        k,
+        v,
+        u,
+        u_max,
+        b,
+        *initial,
+        m_start,
+        C_states,
+        n_states,
+        m_states,
+        k.shape[2],
+        NC,
+        NH,
+        1.0 / math.sqrt(DHK),
+        *k.stride(),
+        *v.stride(),
+        *initial_strides,
+        DHK=DHK,
+        DHV=DHV,
+        L=L,
+        BL=tiling.state_step_block,
+        BK=tiling.state_key_block,
+        BV=tiling.state_value_block,
+        HAS_INITIAL_STATE=has_initial_state,
+        PRECISION=dot_precision(k.dtype),
+        num_warps=NUM_WARPS,
     )
     return C_states, n_states, m_states
 
@@ -82,8 +104,7 @@ class ChunkwiseMLSTMTriton(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, q, k, v, i, f, C0, n0, m0, exp_forget_gate: bool, eps: float, tiling: Tiling,
-                save_states: bool):
+    def forward(ctx, q, k, v, i, f, C0, n0, m0, exp_forget_gate: bool, eps: float, tiling: Tiling, save_states: bool):
         B, NH, S, DHK = q.shape
         DHV = v.shape[-1]
         BH, L = B * NH, tiling.chunk
@@ -93,7 +114,18 @@ class ChunkwiseMLSTMTriton(torch.autograd.Function):
         vector = dict(device=q.device, dtype=torch.float32)
         b, u, u_max = (torch.empty(BH, NC * L, **vector) for _ in range(3))
         chunk_gates_kernel[(NC * BH,)](
-            f, i, b, u, u_max, S, NC, NH, *f.stride(), *i.stride(), L=L, EXP_FORGET_GATE=exp_forget_gate,
+            f,
+            i,
+            b,
+            u,
+            u_max,
+            S,
+            NC,
+            NH,
+            *f.stride(),
+            *i.stride(),
+            L=L,
+            EXP_FORGET_GATE=exp_forget_gate,
             num_warps=NUM_WARPS,
         )
 
@@ -108,15 +140,54 @@ class ChunkwiseMLSTMTriton(torch.autograd.Function):
         den, slope = torch.empty(BH, NC * L, **vector), torch.empty(BH, NC * L, **vector)
         row_blocks = L // tiling.step_block
         gated_scores_kernel[(NC * BH, row_blocks)](
-            q, k, u, u_max, b, n_states, m_states, scores, den, slope, S, NC, NH, scale, eps,
-            *q.stride(), *k.stride(),
-            DHK=DHK, L=L, BL=tiling.step_block, BK=tiling.key_block, PRECISION=precision, num_warps=NUM_WARPS,
+            q,
+            k,
+            u,
+            u_max,
+            b,
+            n_states,
+            m_states,
+            scores,
+            den,
+            slope,
+            S,
+            NC,
+            NH,
+            scale,
+            eps,
+            *q.stride(),
+            *k.stride(),
+            DHK=DHK,
+            L=L,
+            BL=tiling.step_block,
+            BK=tiling.key_block,
+            PRECISION=precision,
+            num_warps=NUM_WARPS,
         )
         h = torch.empty_like(v)  # (B, NH, S, DHV) in v's layout
         outputs_kernel[(NC * BH, row_blocks, _cdiv(DHV, tiling.value_block))](
-            q, v, u_max, scores, den, C_states, m_states, h, S, NC, NH, *q.stride(), *v.stride(), *h.stride(),
-            DHK=DHK, DHV=DHV, L=L, BL=tiling.step_block, BK=tiling.key_block, BV=tiling.value_block,
-            PRECISION=precision, num_warps=NUM_WARPS,
+            q,
+            v,
+            u_max,
+            scores,
+            den,
+            C_states,
+            m_states,
+            h,
+            S,
+            NC,
+            NH,
+            *q.stride(),
+            *v.stride(),
+            *h.stride(),
+            DHK=DHK,
+            DHV=DHV,
+            L=L,
+            BL=tiling.step_block,
+            BK=tiling.key_block,
+            BV=tiling.value_block,
+            PRECISION=precision,
+            num_warps=NUM_WARPS,
         )
 
         m_final = m_states[:, NC].reshape(B, NH).clone()
@@ -125,8 +196,9 @@ class ChunkwiseMLSTMTriton(torch.autograd.Function):
         n_final = n_states[:, NC].reshape(B, NH, DHK).clone()  # (B, NH, DHK)
         if not save_states:
             C_states = n_states = None  # the backward runs chunk_states again
-        ctx.save_for_backward(q, k, v, f, h, b, u, u_max, den, slope, scores, C_states, n_states, m_states,
-                              C0, n0, m_start)
+        ctx.save_for_backward(
+            q, k, v, f, h, b, u, u_max, den, slope, scores, C_states, n_states, m_states, C0, n0, m_start
+        )
         ctx.i_layout = (i.dtype, i.shape)
         ctx.state_dtypes = (C0.dtype, n0.dtype) if has_initial_state else None
         ctx.has_initial_state, ctx.exp_forget_gate, ctx.tiling = has_initial_state, exp_forget_gate, tiling
@@ -136,8 +208,9 @@ class ChunkwiseMLSTMTriton(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, dh, dC_final, dn_final, _dm_final):
-        q, k, v, f, h, b, u, u_max, den, slope, scores, C_states, n_states, m_states, C0, n0, m_start = \
+        q, k, v, f, h, b, u, u_max, den, slope, scores, C_states, n_states, m_states, C0, n0, m_start = (
             ctx.saved_tensors
+        )
         tiling: Tiling = ctx.tiling
         if C_states is None:
             C_states, n_states, _ = chunk_states(k, v, b, u, u_max, C0, n0, m_start, q.shape[1], tiling)
@@ -156,7 +229,18 @@ class ChunkwiseMLSTMTriton(torch.autograd.Function):
 
         d_normaliser = torch.empty(BH, NC * L, **vector)
         normaliser_gradients_kernel[tile_grid](
-            dh, h, den, slope, d_normaliser, S, NC, NH, *dh.stride(), *h.stride(), DHV=DHV, BV=tiling.value_block,
+            dh,
+            h,
+            den,
+            slope,
+            d_normaliser,
+            S,
+            NC,
+            NH,
+            *dh.stride(),
+            *h.stride(),
+            DHV=DHV,
+            BV=tiling.value_block,
             **sizes,
         )
 
@@ -168,42 +252,152 @@ class ChunkwiseMLSTMTriton(torch.autograd.Function):
         dC_final = dC_final if has_C_gradient else den  # any tensor: the kernel does not read it
         dn_final = dn_final if has_n_gradient else den
         state_gradients_kernel[state_grid](
-            q, dh, u_max, den, d_normaliser, m_states, C_states, n_states, dC_final, dn_final,
-            dC_states, dn_states, boundary, S, NC, NH, BH,
-            *q.stride(), *dh.stride(), *_strides(dC_final, 4, has_C_gradient), *_strides(dn_final, 3, has_n_gradient),
-            DHK=DHK, DHV=DHV, L=L, BL=tiling.state_step_block, BK=tiling.state_key_block, BV=tiling.state_value_block,
-            HAS_FINAL_C_GRADIENT=has_C_gradient, HAS_FINAL_N_GRADIENT=has_n_gradient, PRECISION=precision,
+            q,
+            dh,
+            u_max,
+            den,
+            d_normaliser,
+            m_states,
+            C_states,
+            n_states,
+            dC_final,
+            dn_final,
+            dC_states,
+            dn_states,
+            boundary,
+            S,
+            NC,
+            NH,
+            BH,
+            *q.stride(),
+            *dh.stride(),
+            *_strides(dC_final, 4, has_C_gradient),
+            *_strides(dn_final, 3, has_n_gradient),
+            DHK=DHK,
+            DHV=DHV,
+            L=L,
+            BL=tiling.state_step_block,
+            BK=tiling.state_key_block,
+            BV=tiling.state_value_block,
+            HAS_FINAL_C_GRADIENT=has_C_gradient,
+            HAS_FINAL_N_GRADIENT=has_n_gradient,
+            PRECISION=precision,
             num_warps=NUM_WARPS,
         )
 
         score_gradients = torch.empty_like(scores)  # (BH, NC, L, L)
         score_gradients_kernel[tile_grid](
-            dh, v, u, u_max, den, d_normaliser, m_states, score_gradients, S, NC, NH, scale,
-            *dh.stride(), *v.stride(), DHV=DHV, BV=tiling.value_block, PRECISION=precision, **sizes,
+            dh,
+            v,
+            u,
+            u_max,
+            den,
+            d_normaliser,
+            m_states,
+            score_gradients,
+            S,
+            NC,
+            NH,
+            scale,
+            *dh.stride(),
+            *v.stride(),
+            DHV=DHV,
+            BV=tiling.value_block,
+            PRECISION=precision,
+            **sizes,
         )
 
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         q_dq, k_dk = torch.empty(key_blocks, BH, NC * L, **vector), torch.empty(key_blocks, BH, NC * L, **vector)
         blocks = dict(DHK=DHK, DHV=DHV, BK=tiling.key_block, BV=tiling.value_block, PRECISION=precision, **sizes)
         query_gradients_kernel[(*tile_grid, key_blocks)](
-            q, k, dh, u_max, den, d_normaliser, score_gradients, C_states, n_states, m_states, dq, q_dq,
-            S, NC, NH, BH, *q.stride(), *k.stride(), *dh.stride(), *dq.stride(), **blocks,
+            q,
+            k,
+            dh,
+            u_max,
+            den,
+            d_normaliser,
+            score_gradients,
+            C_states,
+            n_states,
+            m_states,
+            dq,
+            q_dq,
+            S,
+            NC,
+            NH,
+            BH,
+            *q.stride(),
+            *k.stride(),
+            *dh.stride(),
+            *dq.stride(),
+            **blocks,
         )
         key_gradients_kernel[(*tile_grid, key_blocks)](
-            q, k, v, u, u_max, m_states, score_gradients, dC_states, dn_states, dk, k_dk,
-            S, NC, NH, BH, scale, *q.stride(), *k.stride(), *v.stride(), *dk.stride(), **blocks,
+            q,
+            k,
+            v,
+            u,
+            u_max,
+            m_states,
+            score_gradients,
+            dC_states,
+            dn_states,
+            dk,
+            k_dk,
+            S,
+            NC,
+            NH,
+            BH,
+            scale,
+            *q.stride(),
+            *k.stride(),
+            *v.stride(),
+            *dk.stride(),
+            **blocks,
         )
         value_gradients_kernel[(*tile_grid, _cdiv(DHV, tiling.value_block))](
-            k, dh, u, u_max, den, m_states, scores, dC_states, dv,
-            S, NC, NH, scale, *k.stride(), *dh.stride(), *dv.stride(), **blocks,
+            k,
+            dh,
+            u,
+            u_max,
+            den,
+            m_states,
+            scores,
+            dC_states,
+            dv,
+            S,
+            NC,
+            NH,
+            scale,
+            *k.stride(),
+            *dh.stride(),
+            *dv.stride(),
+            **blocks,
         )
 
         i_dtype, i_shape = ctx.i_layout
         df = torch.empty_like(f)
         di = torch.empty(i_shape, dtype=i_dtype, device=q.device)
         gate_gradients_kernel[(NC * BH,)](
-            f, q_dq, k_dk, boundary, df, di, S, NC, NH, BH, key_blocks, boundary.shape[0],
-            *f.stride(), *df.stride(), *di.stride(), L=L, EXP_FORGET_GATE=ctx.exp_forget_gate, num_warps=NUM_WARPS,
+            f,
+            q_dq,
+            k_dk,
+            boundary,
+            df,
+            di,
+            S,
+            NC,
+            NH,
+            BH,
+            key_blocks,
+            boundary.shape[0],
+            *f.stride(),
+            *df.stride(),
+            *di.stride(),
+            L=L,
+            EXP_FORGET_GATE=ctx.exp_forget_gate,
+            num_warps=NUM_WARPS,
         )
 
         dC0 = dn0 = None

@@ -28,11 +28,22 @@ def log_sigmoid(x):
 
 @triton.jit
 def chunk_gates_kernel(
-    f, i, b_out, u_out, u_max_out,  # f, i (B, NH, S); outputs (B * NH, NC * L) float32
-    S, NC, NH,
-    stride_f_batch, stride_f_head, stride_f_time,
-    stride_i_batch, stride_i_head, stride_i_time,
-    L: tl.constexpr, EXP_FORGET_GATE: tl.constexpr,
+    f,
+    i,
+    b_out,
+    u_out,
+    u_max_out,  # f, i (B, NH, S); outputs (B * NH, NC * L) float32
+    S,
+    NC,
+    NH,
+    stride_f_batch,
+    stride_f_head,
+    stride_f_time,
+    stride_i_batch,
+    stride_i_head,
+    stride_i_time,
+    L: tl.constexpr,
+    EXP_FORGET_GATE: tl.constexpr,
 ):
     """One program per (chunk, head): b, u and the chunk-local running max of u for the chunk's L steps."""
     chunk_head = tl.program_id(0)
@@ -41,10 +52,12 @@ def chunk_gates_kernel(
     steps = tl.arange(0, L)
     time = chunk * L + steps  # (L,)
     valid = time < S
-    f_t = tl.load(f + batch.to(tl.int64) * stride_f_batch + head * stride_f_head + time * stride_f_time,
-                  mask=valid, other=0.0).to(tl.float32)
-    i_t = tl.load(i + batch.to(tl.int64) * stride_i_batch + head * stride_i_head + time * stride_i_time,
-                  mask=valid, other=0.0).to(tl.float32)
+    f_t = tl.load(
+        f + batch.to(tl.int64) * stride_f_batch + head * stride_f_head + time * stride_f_time, mask=valid, other=0.0
+    ).to(tl.float32)
+    i_t = tl.load(
+        i + batch.to(tl.int64) * stride_i_batch + head * stride_i_head + time * stride_i_time, mask=valid, other=0.0
+    ).to(tl.float32)
     if EXP_FORGET_GATE:
         log_f = f_t
     else:
@@ -63,14 +76,31 @@ def chunk_gates_kernel(
 
 @triton.jit
 def gate_gradients_kernel(
-    f, q_dq, k_dk, boundary, df, di,
+    f,
+    q_dq,
+    k_dk,
+    boundary,
+    df,
+    di,
     # f (B, NH, S); q_dq, k_dk (NBK, BH, NC * L) per head-dim block of q.dq and k.dk, float32; boundary
     # (NB, BH, NC) per state block of <dC, C> + <dn, n> at each chunk's end, float32; df, di (B, NH, S)
-    S, NC, NH, BH, NBK, NB,
-    stride_f_batch, stride_f_head, stride_f_time,
-    stride_df_batch, stride_df_head, stride_df_time,
-    stride_di_batch, stride_di_head, stride_di_time,
-    L: tl.constexpr, EXP_FORGET_GATE: tl.constexpr,
+    S,
+    NC,
+    NH,
+    BH,
+    NBK,
+    NB,
+    stride_f_batch,
+    stride_f_head,
+    stride_f_time,
+    stride_df_batch,
+    stride_df_head,
+    stride_df_time,
+    stride_di_batch,
+    stride_di_head,
+    stride_di_time,
+    L: tl.constexpr,
+    EXP_FORGET_GATE: tl.constexpr,
 ):
     """One program per (chunk, head): di_s = k_s . dk_s and d log f_r = sum_{t >= r} (q_t . dq_t - k_t . dk_t).
 
@@ -100,10 +130,17 @@ def gate_gradients_kernel(
     if EXP_FORGET_GATE:
         d_f = d_log_f
     else:
-        f_t = tl.load(f + batch.to(tl.int64) * stride_f_batch + head * stride_f_head + time * stride_f_time,
-                      mask=valid, other=0.0).to(tl.float32)
+        f_t = tl.load(
+            f + batch.to(tl.int64) * stride_f_batch + head * stride_f_head + time * stride_f_time, mask=valid, other=0.0
+        ).to(tl.float32)
         d_f = d_log_f / (1.0 + tl.exp(f_t))  # d logsigmoid(f) / df = sigmoid(-f)
-    tl.store(df + batch.to(tl.int64) * stride_df_batch + head * stride_df_head + time * stride_df_time,
-             d_f.to(df.dtype.element_ty), mask=valid)
-    tl.store(di + batch.to(tl.int64) * stride_di_batch + head * stride_di_head + time * stride_di_time,
-             k_dk_sum.to(di.dtype.element_ty), mask=valid)
+    tl.store(
+        df + batch.to(tl.int64) * stride_df_batch + head * stride_df_head + time * stride_df_time,
+        d_f.to(df.dtype.element_ty),
+        mask=valid,
+    )
+    tl.store(
+        di + batch.to(tl.int64) * stride_di_batch + head * stride_di_head + time * stride_di_time,
+        k_dk_sum.to(di.dtype.element_ty),
+        mask=valid,
+    )

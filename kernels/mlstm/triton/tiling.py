@@ -60,8 +60,9 @@ def _processors(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
 
 
-def choose_tiling(S: int, DHK: int, DHV: int, heads: int, chunk_size: int, device: torch.device,
-                  dtype: torch.dtype = torch.bfloat16) -> Tiling:
+def choose_tiling(
+    S: int, DHK: int, DHV: int, heads: int, chunk_size: int, device: torch.device, dtype: torch.dtype = torch.bfloat16
+) -> Tiling:
     """Blocks for ``heads`` = B * NH sequences of S steps with head dims DHK (q, k) and DHV (v) in ``dtype``.
 
     The recurrence across chunks runs one program per (head, block of C): halve its blocks while that leaves

@@ -31,18 +31,23 @@ def unsupported(x, dt, A, B, C, D, initial_state) -> str | None:
     return None
 
 
-def selective_scan_triton(x, dt, A, B, C, D, *, initial_state, return_state, chunk_size, tiling=None,
-                          save_chunk_starts: bool | None = None):
+def selective_scan_triton(
+    x, dt, A, B, C, D, *, initial_state, return_state, chunk_size, tiling=None, save_chunk_starts: bool | None = None
+):
     """``selective_scan`` on validated inputs; ``tiling`` and ``save_chunk_starts`` override the choices of
     ``function`` (tests use small tiles and both ways of the backward)."""
     reason = unsupported(x, dt, A, B, C, D, initial_state)
     if reason is not None:
         if reason not in _warned:
             _warned.add(reason)
-            warnings.warn(f"backend 'triton' cannot run selective_scan with {reason}; using the torch backend",
-                          RuntimeWarning, stacklevel=2)
-        return selective_scan_parallel(x, dt, A, B, C, D, initial_state=initial_state, return_state=return_state,
-                                       chunk_size=chunk_size)
+            warnings.warn(
+                f"backend 'triton' cannot run selective_scan with {reason}; using the torch backend",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return selective_scan_parallel(
+            x, dt, A, B, C, D, initial_state=initial_state, return_state=return_state, chunk_size=chunk_size
+        )
     from kernels.selective_scan.triton.function import SelectiveScanTriton, choose_tiling, saves_chunk_starts
 
     if tiling is None:

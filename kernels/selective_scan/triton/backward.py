@@ -26,23 +26,47 @@ from kernels.selective_scan.triton.forward import LOG2_E
 
 @triton.jit
 def _backward_kernel(
-    x, stride_x_batch, stride_x_time, stride_x_dim,  # (B, S, DI)
-    dt, stride_dt_batch, stride_dt_time, stride_dt_dim,  # (B, S, DI)
+    x,
+    stride_x_batch,
+    stride_x_time,
+    stride_x_dim,  # (B, S, DI)
+    dt,
+    stride_dt_batch,
+    stride_dt_time,
+    stride_dt_dim,  # (B, S, DI)
     A,  # (DI, N) contiguous
-    B, stride_b_batch, stride_b_time, stride_b_state,  # (B, S, N)
-    C, stride_c_batch, stride_c_time, stride_c_state,  # (B, S, N)
+    B,
+    stride_b_batch,
+    stride_b_time,
+    stride_b_state,  # (B, S, N)
+    C,
+    stride_c_batch,
+    stride_c_time,
+    stride_c_state,  # (B, S, N)
     D,  # (DI,) contiguous (read if HAS_D)
-    grad_y, stride_gy_batch, stride_gy_time, stride_gy_dim,  # (B, S, DI)
+    grad_y,
+    stride_gy_batch,
+    stride_gy_time,
+    stride_gy_dim,  # (B, S, DI)
     grad_final_state,  # (B, DI, N) float32 contiguous (read if HAS_GRAD_FINAL_STATE)
     chunk_starts,  # (B, NC, DI, N) float32 contiguous: the state entering each chunk
-    grad_x, grad_dt,  # (B, S, DI) contiguous, in the dtypes of x and dt: written
+    grad_x,
+    grad_dt,  # (B, S, DI) contiguous, in the dtypes of x and dt: written
     grad_A_rows,  # (B, DI, N) float32 contiguous: each batch row's part of dL/dA, written
-    grad_B_blocks, grad_C_blocks,  # (NDB, B, S, N) float32 contiguous: each channel block's part, written
+    grad_B_blocks,
+    grad_C_blocks,  # (NDB, B, S, N) float32 contiguous: each channel block's part, written
     grad_D_rows,  # (B, DI) float32 contiguous: each batch row's part of dL/dD, written if HAS_D
     grad_initial_state,  # (B, DI, N) float32 contiguous, written if HAS_INITIAL_STATE
-    batch_size, seq_len, inner_dim, state_dim,
-    HAS_D: tl.constexpr, HAS_GRAD_FINAL_STATE: tl.constexpr, HAS_INITIAL_STATE: tl.constexpr,
-    CHUNK: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
+    batch_size,
+    seq_len,
+    inner_dim,
+    state_dim,
+    HAS_D: tl.constexpr,
+    HAS_GRAD_FINAL_STATE: tl.constexpr,
+    HAS_INITIAL_STATE: tl.constexpr,
+    CHUNK: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     dim_block = tl.program_id(0)
     batch = tl.program_id(1).to(tl.int64)
@@ -125,8 +149,7 @@ def _backward_kernel(
         tl.store(grad_dt + outputs, grad_dt_chunk.to(grad_dt.dtype.element_ty), mask=tile_mask)
         blocks = block_row[None, :] + time_64 * state_dim  # (CHUNK, BLOCK_N)
         tl.store(grad_B_blocks + blocks, tl.sum(grad_states * dtx[:, :, None], axis=1), mask=state_tile_mask)
-        tl.store(grad_C_blocks + blocks, tl.sum(states_chunk * grad_y_chunk[:, :, None], axis=1),
-                 mask=state_tile_mask)
+        tl.store(grad_C_blocks + blocks, tl.sum(states_chunk * grad_y_chunk[:, :, None], axis=1), mask=state_tile_mask)
     tl.store(grad_A_rows + batch_channels, grad_A, mask=channel_mask)
     if HAS_D:
         tl.store(grad_D_rows + batch * inner_dim + dims, grad_D, mask=dim_mask)
@@ -134,22 +157,64 @@ def _backward_kernel(
         tl.store(grad_initial_state + batch_channels, carry, mask=channel_mask)
 
 
-def launch_backward(x, dt, A, B, C, D, grad_y, grad_final_state, chunk_starts, grad_x, grad_dt, grad_A_rows,
-                    grad_B_blocks, grad_C_blocks, grad_D_rows, grad_initial_state, *, chunk: int, block_d: int,
-                    num_warps: int) -> None:
+def launch_backward(
+    x,
+    dt,
+    A,
+    B,
+    C,
+    D,
+    grad_y,
+    grad_final_state,
+    chunk_starts,
+    grad_x,
+    grad_dt,
+    grad_A_rows,
+    grad_B_blocks,
+    grad_C_blocks,
+    grad_D_rows,
+    grad_initial_state,
+    *,
+    chunk: int,
+    block_d: int,
+    num_warps: int,
+) -> None:
     """Fill the gradient buffers (see ``_backward_kernel``); ``grad_final_state``, ``grad_D_rows`` and
     ``grad_initial_state`` may be None (no final-state gradient, no D, no initial state)."""
     batch, seq_len, inner_dim = x.shape
     state_dim = A.shape[1]
     grid = (triton.cdiv(inner_dim, block_d), batch)
     _backward_kernel[grid](
-        x, *x.stride(), dt, *dt.stride(), A, B, *B.stride(), C, *C.stride(), D if D is not None else A,
-        grad_y, *grad_y.stride(), grad_final_state if grad_final_state is not None else A, chunk_starts,
-        grad_x, grad_dt, grad_A_rows, grad_B_blocks, grad_C_blocks,
+        x,
+        *x.stride(),
+        dt,
+        *dt.stride(),
+        A,
+        B,
+        *B.stride(),
+        C,
+        *C.stride(),
+        D if D is not None else A,
+        grad_y,
+        *grad_y.stride(),
+        grad_final_state if grad_final_state is not None else A,
+        chunk_starts,
+        grad_x,
+        grad_dt,
+        grad_A_rows,
+        grad_B_blocks,
+        grad_C_blocks,
         grad_D_rows if grad_D_rows is not None else grad_A_rows,
         grad_initial_state if grad_initial_state is not None else grad_A_rows,
-        batch, seq_len, inner_dim, state_dim,
-        HAS_D=D is not None, HAS_GRAD_FINAL_STATE=grad_final_state is not None,
-        HAS_INITIAL_STATE=grad_initial_state is not None, CHUNK=chunk, BLOCK_D=block_d,
-        BLOCK_N=triton.next_power_of_2(state_dim), num_warps=num_warps,
+        batch,
+        seq_len,
+        inner_dim,
+        state_dim,
+        HAS_D=D is not None,
+        HAS_GRAD_FINAL_STATE=grad_final_state is not None,
+        HAS_INITIAL_STATE=grad_initial_state is not None,
+        CHUNK=chunk,
+        BLOCK_D=block_d,
+        BLOCK_N=triton.next_power_of_2(state_dim),
+        num_warps=num_warps,
     )

@@ -48,8 +48,7 @@ def shifted(tile, first):
     """The rows of ``tile`` (CHUNK, BLOCK_D, BLOCK_N) one step later, ``first`` (BLOCK_D, BLOCK_N) on row 0. Where a
     thread holds all steps, the flags are constants and the scan folds to a renaming of registers."""
     no_earlier = tl.zeros(tile.shape, dtype=tl.int32)
-    _, before, _ = tl.associative_scan((no_earlier, tl.broadcast_to(first[None, :, :], tile.shape), tile), 0,
-                                       _last_two)
+    _, before, _ = tl.associative_scan((no_earlier, tl.broadcast_to(first[None, :, :], tile.shape), tile), 0, _last_two)
     return before
 
 

@@ -19,19 +19,38 @@ LOG2_E = tl.constexpr(1.4426950408889634)  # exp(v) = exp2(v log2(e))
 
 @triton.jit
 def _forward_kernel(
-    x, stride_x_batch, stride_x_time, stride_x_dim,  # (B, S, DI)
-    dt, stride_dt_batch, stride_dt_time, stride_dt_dim,  # (B, S, DI)
+    x,
+    stride_x_batch,
+    stride_x_time,
+    stride_x_dim,  # (B, S, DI)
+    dt,
+    stride_dt_batch,
+    stride_dt_time,
+    stride_dt_dim,  # (B, S, DI)
     A,  # (DI, N) contiguous
-    B, stride_b_batch, stride_b_time, stride_b_state,  # (B, S, N)
-    C, stride_c_batch, stride_c_time, stride_c_state,  # (B, S, N)
+    B,
+    stride_b_batch,
+    stride_b_time,
+    stride_b_state,  # (B, S, N)
+    C,
+    stride_c_batch,
+    stride_c_time,
+    stride_c_state,  # (B, S, N)
     D,  # (DI,) contiguous (read if HAS_D)
     initial_state,  # (B, DI, N) contiguous (read if HAS_INITIAL_STATE)
     y,  # (B, S, DI) contiguous, written if STORE_Y
     final_state,  # (B, DI, N) float32 contiguous, written
     chunk_starts,  # (B, NC, DI, N) float32 contiguous: the state entering each chunk, written if STORE_CHUNK_STARTS
-    seq_len, inner_dim, state_dim,
-    HAS_D: tl.constexpr, HAS_INITIAL_STATE: tl.constexpr, STORE_Y: tl.constexpr, STORE_CHUNK_STARTS: tl.constexpr,
-    CHUNK: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
+    seq_len,
+    inner_dim,
+    state_dim,
+    HAS_D: tl.constexpr,
+    HAS_INITIAL_STATE: tl.constexpr,
+    STORE_Y: tl.constexpr,
+    STORE_CHUNK_STARTS: tl.constexpr,
+    CHUNK: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     batch = tl.program_id(1).to(tl.int64)
     dims = tl.program_id(0) * BLOCK_D + tl.arange(0, BLOCK_D)  # (BLOCK_D,)
@@ -43,8 +62,9 @@ def _forward_kernel(
     channel_offsets = dims[:, None] * state_dim + states[None, :]  # into (DI, N)
     A_log2 = tl.load(A + channel_offsets, mask=channel_mask, other=0.0).to(tl.float32) * LOG2_E  # (BLOCK_D, BLOCK_N)
     if HAS_INITIAL_STATE:
-        state = tl.load(initial_state + batch * inner_dim * state_dim + channel_offsets, mask=channel_mask,
-                        other=0.0).to(tl.float32)  # (BLOCK_D, BLOCK_N)
+        state = tl.load(
+            initial_state + batch * inner_dim * state_dim + channel_offsets, mask=channel_mask, other=0.0
+        ).to(tl.float32)  # (BLOCK_D, BLOCK_N)
     else:
         state = tl.zeros((BLOCK_D, BLOCK_N), dtype=tl.float32)
     if HAS_D:
@@ -80,24 +100,44 @@ def _forward_kernel(
                 y_chunk += skip[None, :] * x_chunk
             time = chunk * CHUNK + steps  # (CHUNK,)
             tile_mask = (time < seq_len)[:, None] & dim_mask[None, :]  # (CHUNK, BLOCK_D)
-            tl.store(y_row[None, :] + time.to(tl.int64)[:, None] * inner_dim, y_chunk.to(y.dtype.element_ty),
-                     mask=tile_mask)
+            tl.store(
+                y_row[None, :] + time.to(tl.int64)[:, None] * inner_dim, y_chunk.to(y.dtype.element_ty), mask=tile_mask
+            )
     tl.store(final_state + batch * inner_dim * state_dim + channel_offsets, state, mask=channel_mask)
 
 
-def launch_forward(x, dt, A, B, C, D, initial_state, y, final_state, chunk_starts, *, chunk: int, block_d: int,
-                   num_warps: int) -> None:
+def launch_forward(
+    x, dt, A, B, C, D, initial_state, y, final_state, chunk_starts, *, chunk: int, block_d: int, num_warps: int
+) -> None:
     """Fill ``final_state`` (B, DI, N) and, where given, y (B, S, DI) and ``chunk_starts`` (B, NC, DI, N). A, D and
     ``initial_state`` contiguous; x, dt, B, C any strides."""
     batch, seq_len, inner_dim = x.shape
     state_dim = A.shape[1]
     grid = (triton.cdiv(inner_dim, block_d), batch)
     _forward_kernel[grid](
-        x, *x.stride(), dt, *dt.stride(), A, B, *B.stride(), C, *C.stride(),
-        D if D is not None else A, initial_state if initial_state is not None else A,
-        y if y is not None else final_state, final_state, chunk_starts if chunk_starts is not None else final_state,
-        seq_len, inner_dim, state_dim,
-        HAS_D=D is not None, HAS_INITIAL_STATE=initial_state is not None, STORE_Y=y is not None,
-        STORE_CHUNK_STARTS=chunk_starts is not None, CHUNK=chunk, BLOCK_D=block_d,
-        BLOCK_N=triton.next_power_of_2(state_dim), num_warps=num_warps,
+        x,
+        *x.stride(),
+        dt,
+        *dt.stride(),
+        A,
+        B,
+        *B.stride(),
+        C,
+        *C.stride(),
+        D if D is not None else A,
+        initial_state if initial_state is not None else A,
+        y if y is not None else final_state,
+        final_state,
+        chunk_starts if chunk_starts is not None else final_state,
+        seq_len,
+        inner_dim,
+        state_dim,
+        HAS_D=D is not None,
+        HAS_INITIAL_STATE=initial_state is not None,
+        STORE_Y=y is not None,
+        STORE_CHUNK_STARTS=chunk_starts is not None,
+        CHUNK=chunk,
+        BLOCK_D=block_d,
+        BLOCK_N=triton.next_power_of_2(state_dim),
+        num_warps=num_warps,
     )

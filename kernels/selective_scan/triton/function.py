@@ -76,10 +76,24 @@ class SelectiveScanTriton(torch.autograd.Function):
         final_state = torch.empty((batch, inner_dim, state_dim), dtype=torch.float32, device=x.device)
         chunk_starts = None
         if any(ctx.needs_input_grad[:7]) and save_chunk_starts:
-            chunk_starts = torch.empty((batch, tiling.num_chunks(seq_len), inner_dim, state_dim), dtype=torch.float32,
-                                       device=x.device)
-        launch_forward(x, dt, A, B, C, D, initial_state, y, final_state, chunk_starts, chunk=tiling.chunk,
-                       block_d=tiling.forward_block_d, num_warps=tiling.forward_warps)
+            chunk_starts = torch.empty(
+                (batch, tiling.num_chunks(seq_len), inner_dim, state_dim), dtype=torch.float32, device=x.device
+            )
+        launch_forward(
+            x,
+            dt,
+            A,
+            B,
+            C,
+            D,
+            initial_state,
+            y,
+            final_state,
+            chunk_starts,
+            chunk=tiling.chunk,
+            block_d=tiling.forward_block_d,
+            num_warps=tiling.forward_warps,
+        )
         ctx.save_for_backward(x, dt, A, B, C, D, initial_state, chunk_starts)
         ctx.tiling = tiling
         ctx.set_materialize_grads(False)  # an output the loss does not use gets no gradient tensor, not zeros
@@ -95,8 +109,21 @@ class SelectiveScanTriton(torch.autograd.Function):
         if chunk_starts is None:  # the forward kept nothing: run it again for the states entering the chunks
             chunk_starts = torch.empty((batch, tiling.num_chunks(seq_len), inner_dim, state_dim), **float32)
             final_state = torch.empty((batch, inner_dim, state_dim), **float32)
-            launch_forward(x, dt, A, B, C, D, initial_state, None, final_state, chunk_starts, chunk=tiling.chunk,
-                           block_d=tiling.forward_block_d, num_warps=tiling.forward_warps)
+            launch_forward(
+                x,
+                dt,
+                A,
+                B,
+                C,
+                D,
+                initial_state,
+                None,
+                final_state,
+                chunk_starts,
+                chunk=tiling.chunk,
+                block_d=tiling.forward_block_d,
+                num_warps=tiling.forward_warps,
+            )
         if grad_y is None:
             grad_y = torch.zeros(1, **float32).expand(x.shape)  # strides 0: no memory
         if grad_final_state is not None:
@@ -108,13 +135,41 @@ class SelectiveScanTriton(torch.autograd.Function):
         grad_B_blocks = torch.empty((dim_blocks, batch, seq_len, state_dim), **float32)
         grad_C_blocks = torch.empty((dim_blocks, batch, seq_len, state_dim), **float32)
         grad_D_rows = torch.empty((batch, inner_dim), **float32) if D is not None else None
-        grad_initial_state = torch.empty((batch, inner_dim, state_dim), **float32) \
-            if initial_state is not None else None
-        launch_backward(x, dt, A, B, C, D, grad_y, grad_final_state, chunk_starts, grad_x, grad_dt, grad_A_rows,
-                        grad_B_blocks, grad_C_blocks, grad_D_rows, grad_initial_state, chunk=tiling.chunk,
-                        block_d=tiling.backward_block_d, num_warps=tiling.backward_warps)
+        grad_initial_state = (
+            torch.empty((batch, inner_dim, state_dim), **float32) if initial_state is not None else None
+        )
+        launch_backward(
+            x,
+            dt,
+            A,
+            B,
+            C,
+            D,
+            grad_y,
+            grad_final_state,
+            chunk_starts,
+            grad_x,
+            grad_dt,
+            grad_A_rows,
+            grad_B_blocks,
+            grad_C_blocks,
+            grad_D_rows,
+            grad_initial_state,
+            chunk=tiling.chunk,
+            block_d=tiling.backward_block_d,
+            num_warps=tiling.backward_warps,
+        )
         grad_D = grad_D_rows.sum(0).to(D.dtype) if D is not None else None
         if grad_initial_state is not None:
             grad_initial_state = grad_initial_state.to(initial_state.dtype)
-        return (grad_x, grad_dt, grad_A_rows.sum(0).to(A.dtype), grad_B_blocks.sum(0).to(B.dtype),
-                grad_C_blocks.sum(0).to(C.dtype), grad_D, grad_initial_state, None, None)
+        return (
+            grad_x,
+            grad_dt,
+            grad_A_rows.sum(0).to(A.dtype),
+            grad_B_blocks.sum(0).to(B.dtype),
+            grad_C_blocks.sum(0).to(C.dtype),
+            grad_D,
+            grad_initial_state,
+            None,
+            None,
+        )

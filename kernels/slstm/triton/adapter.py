@@ -37,8 +37,11 @@ def _torch_fallback(reason: str, device: torch.device):
     """The torch backend of the scan, warning once per reason."""
     if reason not in _warned:
         _warned.add(reason)
-        warnings.warn(f"backend 'triton' cannot run slstm.scan with {reason}; using the torch backend", RuntimeWarning,
-                      stacklevel=2)
+        warnings.warn(
+            f"backend 'triton' cannot run slstm.scan with {reason}; using the torch backend",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return resolve("slstm.scan", "torch", device)
 
 
@@ -50,6 +53,7 @@ def scan_triton(wx, R, b, state: SLSTMState, forget_gate: str, recurrent_grad_cl
     from kernels.slstm.triton.function import TritonSLSTMScan  # imports triton
 
     m0 = torch.where(state.n == 0, -math.inf, state.m.detach().float())  # (B, NH, DH): no history where n == 0
-    h, *final_state = TritonSLSTMScan.apply(wx, R.to(matmul_dtype(wx)), b, state.h, state.c, state.n, m0,
-                                            forget_gate, recurrent_grad_clip)
+    h, *final_state = TritonSLSTMScan.apply(
+        wx, R.to(matmul_dtype(wx)), b, state.h, state.c, state.n, m0, forget_gate, recurrent_grad_clip
+    )
     return h, SLSTMState(*final_state)

@@ -18,9 +18,22 @@ from kernels.slstm.triton.gate_math import dlog_forget, log_forget, tanh
 
 @triton.jit
 def recurrent_gradient(
-    grad_preactivations, preactivation_row, row_mask, R_head, stride_r_gate, stride_r_in, stride_r_out, out_dims,
-    out_mask, clip, head_dim, head_stride,
-    HAS_CLIP: tl.constexpr, DOT_PRECISION: tl.constexpr, UPCAST: tl.constexpr, BLOCK_B: tl.constexpr,
+    grad_preactivations,
+    preactivation_row,
+    row_mask,
+    R_head,
+    stride_r_gate,
+    stride_r_in,
+    stride_r_out,
+    out_dims,
+    out_mask,
+    clip,
+    head_dim,
+    head_stride,
+    HAS_CLIP: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr,
+    BLOCK_B: tl.constexpr,
     BLOCK_D: tl.constexpr,
 ):
     """The gradient reaching h_{t-1} from step t, the sum over gates g of dpre_t[g] R[g]^T (clipped if HAS_CLIP),
@@ -35,16 +48,34 @@ def recurrent_gradient(
         mask = row_mask[:, None] & k_mask[None, :]
         R_transposed = R_head + k_dims[:, None] * stride_r_out + out_dims[None, :] * stride_r_in  # gate i, (k, out)
         tile_mask = k_mask[:, None] & out_mask[None, :]
-        total = matmul(tl.load(gate_i, mask=mask, other=0.0), tl.load(R_transposed, mask=tile_mask, other=0.0),
-                       total, DOT_PRECISION, UPCAST)
-        total = matmul(tl.load(gate_i + head_stride, mask=mask, other=0.0),
-                       tl.load(R_transposed + stride_r_gate, mask=tile_mask, other=0.0), total, DOT_PRECISION, UPCAST)
-        total = matmul(tl.load(gate_i + 2 * head_stride, mask=mask, other=0.0),
-                       tl.load(R_transposed + 2 * stride_r_gate, mask=tile_mask, other=0.0), total, DOT_PRECISION,
-                       UPCAST)
-        total = matmul(tl.load(gate_i + 3 * head_stride, mask=mask, other=0.0),
-                       tl.load(R_transposed + 3 * stride_r_gate, mask=tile_mask, other=0.0), total, DOT_PRECISION,
-                       UPCAST)
+        total = matmul(
+            tl.load(gate_i, mask=mask, other=0.0),
+            tl.load(R_transposed, mask=tile_mask, other=0.0),
+            total,
+            DOT_PRECISION,
+            UPCAST,
+        )
+        total = matmul(
+            tl.load(gate_i + head_stride, mask=mask, other=0.0),
+            tl.load(R_transposed + stride_r_gate, mask=tile_mask, other=0.0),
+            total,
+            DOT_PRECISION,
+            UPCAST,
+        )
+        total = matmul(
+            tl.load(gate_i + 2 * head_stride, mask=mask, other=0.0),
+            tl.load(R_transposed + 2 * stride_r_gate, mask=tile_mask, other=0.0),
+            total,
+            DOT_PRECISION,
+            UPCAST,
+        )
+        total = matmul(
+            tl.load(gate_i + 3 * head_stride, mask=mask, other=0.0),
+            tl.load(R_transposed + 3 * stride_r_gate, mask=tile_mask, other=0.0),
+            total,
+            DOT_PRECISION,
+            UPCAST,
+        )
     if HAS_CLIP:
         total = tl.minimum(tl.maximum(total, -clip), clip)
     return total
@@ -52,17 +83,38 @@ def recurrent_gradient(
 
 @triton.jit
 def _backward_kernel(
-    grad_h, stride_gh_batch, stride_gh_time, stride_gh_head, stride_gh_dim,  # (B, S, NH, DH) gradient of every h_t
-    grad_h_last, grad_c_last, grad_n_last,  # (B, NH, DH) float32, contiguous: gradients of the final state
-    R, stride_r_gate, stride_r_head, stride_r_in, stride_r_out,  # (4, NH, DH_in, DH_out) in the matmul dtype
-    C, N, M,  # (B, S + 1, NH, DH) float32, contiguous: the forward's states, index 0 the initial state
+    grad_h,
+    stride_gh_batch,
+    stride_gh_time,
+    stride_gh_head,
+    stride_gh_dim,  # (B, S, NH, DH) gradient of every h_t
+    grad_h_last,
+    grad_c_last,
+    grad_n_last,  # (B, NH, DH) float32, contiguous: gradients of the final state
+    R,
+    stride_r_gate,
+    stride_r_head,
+    stride_r_in,
+    stride_r_out,  # (4, NH, DH_in, DH_out) in the matmul dtype
+    C,
+    N,
+    M,  # (B, S + 1, NH, DH) float32, contiguous: the forward's states, index 0 the initial state
     preactivations,  # (B, S, 4, NH, DH) float32, contiguous
     grad_preactivations,  # (B, S, 4, NH, DH) in the matmul dtype, contiguous: written
-    grad_c_carry, grad_n_carry,  # (2, B, NH, DH) float32, contiguous: dc, dn between steps; slot (S - 1) % 2 at the end
+    grad_c_carry,
+    grad_n_carry,  # (2, B, NH, DH) float32, contiguous: dc, dn between steps; slot (S - 1) % 2 at the end
     grad_h_initial,  # (B, NH, DH) float32, contiguous: written
-    clip, batch, seq_len, num_heads, head_dim,
-    FORGET_EXP: tl.constexpr, HAS_CLIP: tl.constexpr, DOT_PRECISION: tl.constexpr, UPCAST: tl.constexpr,
-    BLOCK_B: tl.constexpr, BLOCK_D: tl.constexpr,
+    clip,
+    batch,
+    seq_len,
+    num_heads,
+    head_dim,
+    FORGET_EXP: tl.constexpr,
+    HAS_CLIP: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr,
+    BLOCK_B: tl.constexpr,
+    BLOCK_D: tl.constexpr,
 ):
     head = tl.program_id(1)
     rows = (tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)).to(tl.int64)  # (BLOCK_B,)
@@ -90,13 +142,31 @@ def _backward_kernel(
             dh = tl.load(grad_h_row[:, None] + out_dims[None, :] * stride_gh_dim, mask=mask, other=0.0).to(tl.float32)
             dh += tl.load(grad_h_last + final[:, None] + out_dims[None, :], mask=last_step, other=0.0)
             if step > 0:
-                dh += recurrent_gradient(grad_preactivations, preactivation_row + 4 * head_stride, row_mask, R_head,
-                                         stride_r_gate, stride_r_in, stride_r_out, out_dims, out_mask, clip, head_dim,
-                                         head_stride, HAS_CLIP, DOT_PRECISION, UPCAST, BLOCK_B, BLOCK_D)
-            dc = (tl.load(grad_c_carry + carry_in[:, None] + out_dims[None, :], mask=later_step, other=0.0)
-                  + tl.load(grad_c_last + final[:, None] + out_dims[None, :], mask=last_step, other=0.0))
-            dn = (tl.load(grad_n_carry + carry_in[:, None] + out_dims[None, :], mask=later_step, other=0.0)
-                  + tl.load(grad_n_last + final[:, None] + out_dims[None, :], mask=last_step, other=0.0))
+                dh += recurrent_gradient(
+                    grad_preactivations,
+                    preactivation_row + 4 * head_stride,
+                    row_mask,
+                    R_head,
+                    stride_r_gate,
+                    stride_r_in,
+                    stride_r_out,
+                    out_dims,
+                    out_mask,
+                    clip,
+                    head_dim,
+                    head_stride,
+                    HAS_CLIP,
+                    DOT_PRECISION,
+                    UPCAST,
+                    BLOCK_B,
+                    BLOCK_D,
+                )
+            dc = tl.load(grad_c_carry + carry_in[:, None] + out_dims[None, :], mask=later_step, other=0.0) + tl.load(
+                grad_c_last + final[:, None] + out_dims[None, :], mask=last_step, other=0.0
+            )
+            dn = tl.load(grad_n_carry + carry_in[:, None] + out_dims[None, :], mask=later_step, other=0.0) + tl.load(
+                grad_n_last + final[:, None] + out_dims[None, :], mask=last_step, other=0.0
+            )
 
             gate_i = preactivation_row[:, None] + out_dims[None, :]  # (BLOCK_B, BLOCK_D)
             i_tilde = tl.load(preactivations + gate_i, mask=mask, other=0.0)
@@ -139,24 +209,81 @@ def _backward_kernel(
     for out_start in range(0, head_dim, BLOCK_D):
         out_dims = out_start + lanes
         out_mask = out_dims < head_dim
-        dh_initial = recurrent_gradient(grad_preactivations, first_step, row_mask, R_head, stride_r_gate,
-                                        stride_r_in, stride_r_out, out_dims, out_mask, clip, head_dim, head_stride,
-                                        HAS_CLIP, DOT_PRECISION, UPCAST, BLOCK_B, BLOCK_D)
-        tl.store(grad_h_initial + final[:, None] + out_dims[None, :], dh_initial,
-                 mask=row_mask[:, None] & out_mask[None, :])
+        dh_initial = recurrent_gradient(
+            grad_preactivations,
+            first_step,
+            row_mask,
+            R_head,
+            stride_r_gate,
+            stride_r_in,
+            stride_r_out,
+            out_dims,
+            out_mask,
+            clip,
+            head_dim,
+            head_stride,
+            HAS_CLIP,
+            DOT_PRECISION,
+            UPCAST,
+            BLOCK_B,
+            BLOCK_D,
+        )
+        tl.store(
+            grad_h_initial + final[:, None] + out_dims[None, :], dh_initial, mask=row_mask[:, None] & out_mask[None, :]
+        )
 
 
-def launch_backward(grad_h, grad_h_last, grad_c_last, grad_n_last, R, C, N, M, preactivations, grad_preactivations,
-                    grad_c_carry, grad_n_carry, grad_h_initial, *, forget_exp: bool, clip: float | None, block_b: int,
-                    block_d: int, num_warps: int) -> None:
+def launch_backward(
+    grad_h,
+    grad_h_last,
+    grad_c_last,
+    grad_n_last,
+    R,
+    C,
+    N,
+    M,
+    preactivations,
+    grad_preactivations,
+    grad_c_carry,
+    grad_n_carry,
+    grad_h_initial,
+    *,
+    forget_exp: bool,
+    clip: float | None,
+    block_b: int,
+    block_d: int,
+    num_warps: int,
+) -> None:
     """Fill grad_preactivations (B, S, 4, NH, DH), grad_h_initial (B, NH, DH) and, in slot (S - 1) % 2 of the
     carries (2, B, NH, DH), the gradients of the initial c and n."""
     batch, seq_len, _, num_heads, head_dim = preactivations.shape
     grid = (triton.cdiv(batch, block_b), num_heads)
     _backward_kernel[grid](
-        grad_h, *grad_h.stride(), grad_h_last, grad_c_last, grad_n_last, R, *R.stride(), C, N, M, preactivations,
-        grad_preactivations, grad_c_carry, grad_n_carry, grad_h_initial,
-        0.0 if clip is None else float(clip), batch, seq_len, num_heads, head_dim,
-        FORGET_EXP=forget_exp, HAS_CLIP=clip is not None, DOT_PRECISION=dot_precision(R),
-        UPCAST=interpreted(_backward_kernel), BLOCK_B=block_b, BLOCK_D=block_d, num_warps=num_warps,
+        grad_h,
+        *grad_h.stride(),
+        grad_h_last,
+        grad_c_last,
+        grad_n_last,
+        R,
+        *R.stride(),
+        C,
+        N,
+        M,
+        preactivations,
+        grad_preactivations,
+        grad_c_carry,
+        grad_n_carry,
+        grad_h_initial,
+        0.0 if clip is None else float(clip),
+        batch,
+        seq_len,
+        num_heads,
+        head_dim,
+        FORGET_EXP=forget_exp,
+        HAS_CLIP=clip is not None,
+        DOT_PRECISION=dot_precision(R),
+        UPCAST=interpreted(_backward_kernel),
+        BLOCK_B=block_b,
+        BLOCK_D=block_d,
+        num_warps=num_warps,
     )

@@ -27,14 +27,33 @@ def matmul(a, b, accumulator, DOT_PRECISION: tl.constexpr, UPCAST: tl.constexpr)
 
 @triton.jit
 def _forward_kernel(
-    wx, stride_wx_batch, stride_wx_time, stride_wx_gate, stride_wx_head, stride_wx_dim,  # (B, S, 4, NH, DH)
+    wx,
+    stride_wx_batch,
+    stride_wx_time,
+    stride_wx_gate,
+    stride_wx_head,
+    stride_wx_dim,  # (B, S, 4, NH, DH)
     bias,  # (4, NH, DH) float32, contiguous
-    R, stride_r_gate, stride_r_head, stride_r_in, stride_r_out,  # (4, NH, DH_in, DH_out) in the matmul dtype
-    H, C, N, M,  # (B, S + 1, NH, DH) contiguous, index 0 the initial state: H in the matmul dtype, C, N, M float32
+    R,
+    stride_r_gate,
+    stride_r_head,
+    stride_r_in,
+    stride_r_out,  # (4, NH, DH_in, DH_out) in the matmul dtype
+    H,
+    C,
+    N,
+    M,  # (B, S + 1, NH, DH) contiguous, index 0 the initial state: H in the matmul dtype, C, N, M float32
     preactivations,  # (B, S, 4, NH, DH) float32, contiguous (written if STORE_PREACTIVATIONS)
-    batch, seq_len, num_heads, head_dim,
-    FORGET_EXP: tl.constexpr, STORE_PREACTIVATIONS: tl.constexpr, DOT_PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_D: tl.constexpr,
+    batch,
+    seq_len,
+    num_heads,
+    head_dim,
+    FORGET_EXP: tl.constexpr,
+    STORE_PREACTIVATIONS: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr,
+    BLOCK_B: tl.constexpr,
+    BLOCK_D: tl.constexpr,
 ):
     head = tl.program_id(1)
     rows = (tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)).to(tl.int64)  # (BLOCK_B,)
@@ -54,29 +73,52 @@ def _forward_kernel(
             out_mask = out_dims < head_dim
             mask = row_mask[:, None] & out_mask[None, :]  # (BLOCK_B, BLOCK_D)
             wx_tile = wx_row[:, None] + out_dims[None, :] * stride_wx_dim  # gate i
-            i_tilde = (tl.load(wx_tile, mask=mask, other=0.0).to(tl.float32)
-                       + tl.load(bias_head + out_dims, mask=out_mask, other=0.0)[None, :])  # (BLOCK_B, BLOCK_D)
-            f_tilde = (tl.load(wx_tile + stride_wx_gate, mask=mask, other=0.0).to(tl.float32)
-                       + tl.load(bias_head + head_stride + out_dims, mask=out_mask, other=0.0)[None, :])
-            z_tilde = (tl.load(wx_tile + 2 * stride_wx_gate, mask=mask, other=0.0).to(tl.float32)
-                       + tl.load(bias_head + 2 * head_stride + out_dims, mask=out_mask, other=0.0)[None, :])
-            o_tilde = (tl.load(wx_tile + 3 * stride_wx_gate, mask=mask, other=0.0).to(tl.float32)
-                       + tl.load(bias_head + 3 * head_stride + out_dims, mask=out_mask, other=0.0)[None, :])
+            i_tilde = (
+                tl.load(wx_tile, mask=mask, other=0.0).to(tl.float32)
+                + tl.load(bias_head + out_dims, mask=out_mask, other=0.0)[None, :]
+            )  # (BLOCK_B, BLOCK_D)
+            f_tilde = (
+                tl.load(wx_tile + stride_wx_gate, mask=mask, other=0.0).to(tl.float32)
+                + tl.load(bias_head + head_stride + out_dims, mask=out_mask, other=0.0)[None, :]
+            )
+            z_tilde = (
+                tl.load(wx_tile + 2 * stride_wx_gate, mask=mask, other=0.0).to(tl.float32)
+                + tl.load(bias_head + 2 * head_stride + out_dims, mask=out_mask, other=0.0)[None, :]
+            )
+            o_tilde = (
+                tl.load(wx_tile + 3 * stride_wx_gate, mask=mask, other=0.0).to(tl.float32)
+                + tl.load(bias_head + 3 * head_stride + out_dims, mask=out_mask, other=0.0)[None, :]
+            )
             for in_start in range(0, head_dim, BLOCK_D):
                 in_dims = in_start + lanes  # (BLOCK_D,)
                 in_mask = in_dims < head_dim
-                h_previous = tl.load(H + state_previous[:, None] + in_dims[None, :],
-                                     mask=row_mask[:, None] & in_mask[None, :], other=0.0)  # (BLOCK_B, BLOCK_D)
+                h_previous = tl.load(
+                    H + state_previous[:, None] + in_dims[None, :], mask=row_mask[:, None] & in_mask[None, :], other=0.0
+                )  # (BLOCK_B, BLOCK_D)
                 R_tile = R_head + in_dims[:, None] * stride_r_in + out_dims[None, :] * stride_r_out  # gate i
                 tile_mask = in_mask[:, None] & out_mask[None, :]  # (BLOCK_D in, BLOCK_D out)
-                i_tilde = matmul(h_previous, tl.load(R_tile, mask=tile_mask, other=0.0), i_tilde,
-                                 DOT_PRECISION, UPCAST)
-                f_tilde = matmul(h_previous, tl.load(R_tile + stride_r_gate, mask=tile_mask, other=0.0), f_tilde,
-                                 DOT_PRECISION, UPCAST)
-                z_tilde = matmul(h_previous, tl.load(R_tile + 2 * stride_r_gate, mask=tile_mask, other=0.0), z_tilde,
-                                 DOT_PRECISION, UPCAST)
-                o_tilde = matmul(h_previous, tl.load(R_tile + 3 * stride_r_gate, mask=tile_mask, other=0.0), o_tilde,
-                                 DOT_PRECISION, UPCAST)
+                i_tilde = matmul(h_previous, tl.load(R_tile, mask=tile_mask, other=0.0), i_tilde, DOT_PRECISION, UPCAST)
+                f_tilde = matmul(
+                    h_previous,
+                    tl.load(R_tile + stride_r_gate, mask=tile_mask, other=0.0),
+                    f_tilde,
+                    DOT_PRECISION,
+                    UPCAST,
+                )
+                z_tilde = matmul(
+                    h_previous,
+                    tl.load(R_tile + 2 * stride_r_gate, mask=tile_mask, other=0.0),
+                    z_tilde,
+                    DOT_PRECISION,
+                    UPCAST,
+                )
+                o_tilde = matmul(
+                    h_previous,
+                    tl.load(R_tile + 3 * stride_r_gate, mask=tile_mask, other=0.0),
+                    o_tilde,
+                    DOT_PRECISION,
+                    UPCAST,
+                )
 
             previous = state_previous[:, None] + out_dims[None, :]  # (BLOCK_B, BLOCK_D)
             c = tl.load(C + previous, mask=mask, other=0.0)
@@ -107,18 +149,36 @@ def _forward_kernel(
         tl.debug_barrier()  # h_t is read back by every thread of the program in the next step
 
 
-def launch_forward(wx, R, bias, H, C, N, M, preactivations, *, forget_exp: bool, block_b: int, block_d: int,
-                   num_warps: int) -> None:
+def launch_forward(
+    wx, R, bias, H, C, N, M, preactivations, *, forget_exp: bool, block_b: int, block_d: int, num_warps: int
+) -> None:
     """Run the scan: fills H, C, N, M (B, S + 1, NH, DH) from index 1 on (index 0 holds the initial state) and, if
     ``preactivations`` is a tensor, the pre-activations (B, S, 4, NH, DH)."""
     batch, seq_len, _, num_heads, head_dim = wx.shape
     store = preactivations is not None
     grid = (triton.cdiv(batch, block_b), num_heads)
     _forward_kernel[grid](
-        wx, *wx.stride(), bias, R, *R.stride(), H, C, N, M, preactivations if store else C,
-        batch, seq_len, num_heads, head_dim,
-        FORGET_EXP=forget_exp, STORE_PREACTIVATIONS=store, DOT_PRECISION=dot_precision(R),
-        UPCAST=interpreted(_forward_kernel), BLOCK_B=block_b, BLOCK_D=block_d, num_warps=num_warps,
+        wx,
+        *wx.stride(),
+        bias,
+        R,
+        *R.stride(),
+        H,
+        C,
+        N,
+        M,
+        preactivations if store else C,
+        batch,
+        seq_len,
+        num_heads,
+        head_dim,
+        FORGET_EXP=forget_exp,
+        STORE_PREACTIVATIONS=store,
+        DOT_PRECISION=dot_precision(R),
+        UPCAST=interpreted(_forward_kernel),
+        BLOCK_B=block_b,
+        BLOCK_D=block_d,
+        num_warps=num_warps,
     )
 
 

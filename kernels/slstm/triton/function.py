@@ -40,10 +40,21 @@ class TritonSLSTMScan(torch.autograd.Function):
         C, N, M = (wx.new_empty(states, dtype=torch.float32) for _ in range(3))
         H[:, 0], C[:, 0], N[:, 0], M[:, 0] = h0, c0, n0, m0
         needs_gradients = any(ctx.needs_input_grad[:6])
-        preactivations = wx.new_empty((batch, seq_len, 4, num_heads, head_dim), dtype=torch.float32) \
-            if needs_gradients else None
-        launch_forward(wx, R_matmul, b.float().contiguous(), H, C, N, M, preactivations,
-                       forget_exp=forget_gate == "exp", **tile_sizes(head_dim, R_matmul.dtype))
+        preactivations = (
+            wx.new_empty((batch, seq_len, 4, num_heads, head_dim), dtype=torch.float32) if needs_gradients else None
+        )
+        launch_forward(
+            wx,
+            R_matmul,
+            b.float().contiguous(),
+            H,
+            C,
+            N,
+            M,
+            preactivations,
+            forget_exp=forget_gate == "exp",
+            **tile_sizes(head_dim, R_matmul.dtype),
+        )
         if needs_gradients:
             ctx.save_for_backward(R_matmul, H, C, N, M, preactivations)
         ctx.forget_gate, ctx.recurrent_grad_clip = forget_gate, recurrent_grad_clip
@@ -68,10 +79,24 @@ class TritonSLSTMScan(torch.autograd.Function):
         grad_preactivations = torch.empty_like(preactivations, dtype=R_matmul.dtype)  # (B, S, 4, NH, DH)
         carries = C.new_empty((2, 2, *final_shape))  # (dc, dn) x (two slots) x (B, NH, DH)
         grad_h0 = C.new_empty(final_shape)
-        launch_backward(grad_h_all, final_gradient(grad_h_last), final_gradient(grad_c_last),
-                        final_gradient(grad_n_last), R_matmul, C, N, M, preactivations, grad_preactivations,
-                        carries[0], carries[1], grad_h0, forget_exp=ctx.forget_gate == "exp",
-                        clip=ctx.recurrent_grad_clip, **tile_sizes(head_dim, R_matmul.dtype))
+        launch_backward(
+            grad_h_all,
+            final_gradient(grad_h_last),
+            final_gradient(grad_c_last),
+            final_gradient(grad_n_last),
+            R_matmul,
+            C,
+            N,
+            M,
+            preactivations,
+            grad_preactivations,
+            carries[0],
+            carries[1],
+            grad_h0,
+            forget_exp=ctx.forget_gate == "exp",
+            clip=ctx.recurrent_grad_clip,
+            **tile_sizes(head_dim, R_matmul.dtype),
+        )
         grad_c0, grad_n0 = carries[:, (seq_len - 1) % 2]  # (B, NH, DH) each
 
         grad_R = None
@@ -80,5 +105,14 @@ class TritonSLSTMScan(torch.autograd.Function):
                 # dR[g, h] = sum over batch and steps of h_{t-1}^T dpre_t[g]: (4, NH, DH_in, DH_out)
                 grad_R = torch.einsum("bshd,bsghe->ghde", H[:, :seq_len], grad_preactivations)
         grad_b = grad_preactivations.sum((0, 1), dtype=torch.float32).to(b_dtype)  # (4, NH, DH)
-        return (grad_preactivations.to(wx_dtype), grad_R, grad_b, grad_h0.to(h0_dtype), grad_c0.to(c0_dtype),
-                grad_n0.to(n0_dtype), None, None, None)
+        return (
+            grad_preactivations.to(wx_dtype),
+            grad_R,
+            grad_b,
+            grad_h0.to(h0_dtype),
+            grad_c0.to(c0_dtype),
+            grad_n0.to(n0_dtype),
+            None,
+            None,
+            None,
+        )
