@@ -19,6 +19,14 @@ def _add_report_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--root", default=None, help="run store (default: results/runs)")
     parser.add_argument("--destination", default=None, help="report folder (default: results/reports)")
+    parser.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only the cells with this value of a cell key (as the sweep's --where); the report is written under a "
+        "name of its own, beside the whole grid's",
+    )
     add_overrides_argument(parser, "the Hydra overrides the sweep ran with (an ablation)")
 
 
@@ -110,8 +118,13 @@ def run_command(argv: list[str] | None) -> int:
         arguments.destination = checked_folder(arguments.destination or results / "reports", "--destination")
         # a bad name or value fails before the plotting stack is imported (planning validates every run); the
         # report takes these plans rather than composing every run again
+        if arguments.where and arguments.artifact == "all":
+            raise ValueError("--where keeps cells of one artifact; name the artifact instead of 'all'")
+        from experiments.sweeps.run_subset import parse_where, runs_where
+
+        where = parse_where(arguments.where)
         planned = {
-            name: load_artifact(name).runs(arguments.scale, arguments.overrides)
+            name: runs_where(load_artifact(name).runs(arguments.scale, arguments.overrides), where)
             for name in (known_artifacts() if arguments.artifact == "all" else [arguments.artifact])
         }
         from experiments.reports.report import report_command

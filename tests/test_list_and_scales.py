@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
+from experiments.cli import run_command as cli_main
 from experiments.config.artifacts import load_artifact
 from experiments.config.configuration import ConfigError
 from experiments.sweeps.run_execution import execute_run
@@ -92,3 +93,26 @@ def test_sweep_of_mqar_main_at_mini_is_refused_with_its_scales():
     assert finished.returncode == 2
     assert "artifact 'mqar-main' has no 'mini' scale; its scales: ['smoke', 'paper']" in finished.stderr
     assert "Traceback" not in finished.stderr
+
+
+def test_report_where_reports_part_of_the_grid_under_a_name_of_its_own(tmp_path, capsys):
+    runs = FIXTURE.runs("smoke")
+    for run in runs:
+        execute_run(run, tmp_path / "runs", RECORD_RUN)
+    report = ["report", "sweep-fixture", "--scale", "smoke", "--root", str(tmp_path / "runs")]
+    whole = [*report, "--destination", str(tmp_path / "reports")]
+    assert cli_main(whole) == 0
+    assert cli_main([*whole, "--where", "model=xlstm_0_1"]) == 0
+    folder = tmp_path / "reports" / "smoke"
+    [part] = [path for path in folder.glob("sweep-fixture-*.runs.csv")]  # beside the whole grid's, never over it
+    assert set(pd.read_csv(part)["model"]) == {"xlstm_0_1"}
+    assert set(pd.read_csv(folder / "sweep-fixture.runs.csv")["model"]) == {run.cell["model"] for run in runs}
+    assert (
+        "Part of the grid, runs of `--where model=xlstm_0_1`"
+        in part.with_name(part.name.replace(".runs.csv", ".md")).read_text()
+    )
+    capsys.readouterr()
+    assert cli_main([*whole, "--where", "modle=xlstm_0_1"]) == 2
+    assert "'modle' is not a key of the artifact's cells; valid keys: ['model'" in capsys.readouterr().err
+    assert cli_main(["report", "all", "--scale", "smoke", "--where", "model=xlstm_0_1"]) == 2
+    assert "name the artifact instead of 'all'" in capsys.readouterr().err

@@ -55,6 +55,7 @@ from experiments.reports.selection import merged_runs, select_cells
 from experiments.reports.staging import locked, publish, staging_folder
 from experiments.stop_signals import stop_signals_raise
 from experiments.sweeps.run_store import DIVERGED_METRIC, runs_frame
+from experiments.sweeps.run_subset import parse_where, runs_where
 
 
 @dataclass
@@ -171,11 +172,13 @@ def row_keys(artifact: Artifact, planned: Sequence[PlannedRun], scale: str) -> l
     )
 
 
-def report_stem(name: str, extra_overrides: Sequence[str]) -> str:
-    """The report's file name: the artifact's, plus a hash of the overrides for an ablation of it."""
-    if not extra_overrides:
+def report_stem(name: str, extra_overrides: Sequence[str], where: Sequence[str] = ()) -> str:
+    """The report's file name: the artifact's, plus a hash of the overrides for an ablation of it and of the
+    ``--where`` pairs for part of its grid (a part never replaces the whole grid's report)."""
+    if not extra_overrides and not where:
         return name
-    return f"{name}-{hashlib.sha256(' '.join(extra_overrides).encode()).hexdigest()[:8]}"
+    described = " ".join([*extra_overrides, *(f"--where {pair}" for pair in where)])
+    return f"{name}-{hashlib.sha256(described.encode()).hexdigest()[:8]}"
 
 
 def finished_cells(csv_path: Path) -> int | None:
@@ -193,11 +196,14 @@ def write_report(
     extra_overrides: Sequence[str] = (),
     force: bool = False,
     planned: Sequence[PlannedRun] | None = None,
+    where: Sequence[str] = (),
 ) -> ReportOutcome:
-    """``planned``: the artifact's runs at the scale with ``extra_overrides``, where the caller has planned them."""
+    """``planned``: the artifact's runs at the scale with ``extra_overrides``, where the caller has planned them
+    (only the cells of the ``where`` pairs, KEY=VALUE, when there are any)."""
     artifact = load_artifact(name).at_scale(scale)
-    planned = artifact.runs(scale, extra_overrides) if planned is None else planned
-    stem = destination / scale / report_stem(name, extra_overrides)
+    if planned is None:
+        planned = runs_where(artifact.runs(scale, extra_overrides), parse_where(where))
+    stem = destination / scale / report_stem(name, extra_overrides, where)
     cell_keys = row_keys(artifact, planned, scale)
     committed = committed_rows(committed_path(stem), committed_path(repository_reports() / scale / stem.name))
     runs = with_parameter_counts(with_committed(run_table(planned, root), committed, cell_keys), planned)
@@ -216,7 +222,8 @@ def write_report(
     if (kept := refusal()) is not None:  # before the figures are drawn; checked again when the files replace it
         return ReportOutcome("kept", f"{name} ({scale}): {kept}")
     try:
-        paths = write_files(artifact, planned, runs, table, scale, stem, extra_overrides, refusal)
+        described = [*extra_overrides, *(f"--where {pair}" for pair in where)]  # what the page says it shows
+        paths = write_files(artifact, planned, runs, table, scale, stem, described, refusal)
     except ReplacedMeanwhile as kept:
         return ReportOutcome("kept", f"{name} ({scale}): not written: another report replaced it meanwhile; {kept}")
     return ReportOutcome("written", f"{name} ({scale}): {finished} of {len(table)} cells finished", paths)
@@ -311,6 +318,7 @@ def report_command(arguments, planned: dict[str, list[PlannedRun]] | None = None
                 arguments.overrides,
                 arguments.force,
                 (planned or {}).get(name),
+                getattr(arguments, "where", ()),
             )
         outcomes.append(outcome)
         if outcome.status == "written":

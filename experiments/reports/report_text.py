@@ -226,7 +226,9 @@ def markdown(
     if report.get("settings"):
         lines += [f"Settings at this scale: {settings_line(artifact, runs)}.", ""]
     if extra_overrides:
-        lines += [f"Runs with the overrides `{' '.join(extra_overrides)}`.", ""]
+        subset = any(argument.startswith("--where ") for argument in extra_overrides)
+        what = "Part of the grid, runs of" if subset else "Runs with the overrides"
+        lines += [f"{what} `{' '.join(extra_overrides)}`.", ""]
     lines += [selection_line(artifact, table), ""]
     if figure_name:
         lines += [f"![{artifact.name}]({figure_name})", ""]
