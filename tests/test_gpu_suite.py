@@ -48,7 +48,7 @@ message="kernel backend 'fla' of gla (bfloat16, key_dim 128, value_dim 256, NVID
 </testcase>
 <testcase classname="tests.gpu.test_gpu_kernels" name="test_the_backend_matches_the_torch_backend_on_cuda[gla fla-\
 float32]" time="0.5"><properties><property name="kernel" value="gla fla" /></properties></testcase>
-<testcase classname="tests.test_mlstm_triton" name="test_cuda_strided_inputs_give_the_same_results" time="2.0">
+<testcase classname="tests.kernels.test_mlstm_triton" name="test_cuda_strided_inputs_give_the_same_results" time="2.0">
 <error message="failed on setup with &quot;CUDA error: out of memory&quot;">e</error></testcase>
 <testcase time="0.000" /></testsuite></testsuites>"""
 
@@ -73,8 +73,8 @@ def test_the_report_gives_the_stack_and_each_models_and_backends_results(tmp_pat
         "| gla fla | 1 | 0 | 1 | `test_the_backend_matches_the_torch_backend_on_cuda[gla "
         "fla-bfloat16]`: kernel backend 'fla' of gla (bfloat16"
     )
-    assert rows["tests/test_mlstm_triton.py"].startswith(
-        "| tests/test_mlstm_triton.py | 0 | 1 | 0 | "
+    assert rows["tests/kernels/test_mlstm_triton.py"].startswith(
+        "| tests/kernels/test_mlstm_triton.py | 0 | 1 | 0 | "
         "`test_cuda_strided_inputs_give_the_same_results`: failed on "
         'setup with "CUDA error: out of memory"'
     )

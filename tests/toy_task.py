@@ -1,5 +1,5 @@
 """A toy task family that lives outside tasks/, plugged in through the registry's environment variable
-(``XLSTM_SUITE_TASK_FAMILIES=tests.toy_task:TASK_FAMILIES``) by tests/test_task_plug_in.py: it shows that a family
+(``XLSTM_SUITE_TASK_FAMILIES=tests.toy_task:TASK_FAMILIES``) by tests/tasks/test_task_plug_in.py: it shows that a family
 needs no line in experiments/ or tasks/registry.py.
 
 Previous token: the inputs are random tokens 1..V-1, and at every position after the first the model predicts the

@@ -4,7 +4,7 @@ A Hydra compose takes ~0.15 s of CPU, and the paper's grids hold 4,400 cells tha
 as the learning rate, the seed or the steps. A cell's structure is its overrides less those that set one key to a
 plain value (experiments.config.override_kinds: ``optim.lr=1e-3``, ``+trainer.micro_batch_size=4``); cells of one
 structure share its compose, and each cell's key overrides are applied to a copy, in order, as Hydra applies them
-after composing. This gives the config a full compose gives (tests/test_cell_composer.py compares them) as long as
+after composing. This gives the config a full compose gives (tests/experiments/config/test_cell_composer.py compares them) as long as
 the structure's config holds no interpolation (which could read the keys: then each cell is composed on its own),
 and no size preset where a key of the model is set (the preset reads the model's keys: with ``model.size`` among the
 overrides, the model's keys belong to the structure). A structure's config is kept in the disk cache

@@ -5,7 +5,7 @@ the defaults of configs/trainer/default.yaml (or left them out, where that file 
 per node (``devices``), the nodes, the micro-batch (gradient accumulation), the CPU threads, FSDP's sharding mode,
 the DDP flavour of the strategy, and how often ``last.ckpt`` is written. None changes what the run computes: the
 global batch of a step, its data order (a function of seed and step) and its loss normalisation are the same on one
-process and on 8 nodes x 8 GPUs (tests/test_distributed.py trains the same weights), so the run keeps one id: a run
+process and on 8 nodes x 8 GPUs (tests/experiments/training/test_distributed.py trains the same weights), so the run keeps one id: a run
 started on one node resumes on eight and is found done on any. A run config written before this rule keeps its id
 whenever its placement keys held their defaults, as every sweep's did.
 

@@ -197,7 +197,7 @@ def peak_lr_markdown(table: pd.DataFrame) -> str:
         "",
         "The scaling runs carry these rates, each size as its preset (`model.size`): "
         "configs/paper/temp_sclaw15B.yaml (column peak_lr_15b; xLSTM[7:1] takes the xLSTM rows' rates) and "
-        "configs/paper/temp_sclaw300B.yaml (peak_lr_300b); tests/test_scaling_configs.py checks every pair.",
+        "configs/paper/temp_sclaw300B.yaml (peak_lr_300b); tests/experiments/config/test_scaling_configs.py checks every pair.",
         "",
         table.astype(object).where(table.notna(), None).to_markdown(index=False, floatfmt="g", missingval=""),
     ]

@@ -7,7 +7,7 @@ sharing their best rank and X ranked last (tied with the other X's), a column wi
 its mean. From the paper's own accuracies this reproduces its Ranking column for xLSTM, LSTM and LSTM (Block) in Table
 lra_test_accuracy (1.6, 5.4, 3.4: two X's tied at rank 5 give LSTM's 5.4; ranking them 5 and 6, or 5.5 each, does
 not) but not for Llama, Mamba, RWKV-4: their ranks from the printed accuracies are 5.0, 2.6, 2.8 against the printed
-5.2, 2.2, 3.0, and no tie rule, X rule or subset of tasks gives the printed three (tests/test_lra_artifact.py).
+5.2, 2.2, 3.0, and no tie rule, X rule or subset of tasks gives the printed three (tests/experiments/reports/test_lra_artifact.py).
 """
 
 import math
@@ -71,7 +71,9 @@ def wide_markdown(layout, table: pd.DataFrame, mode: str, printed_ranking: pd.Se
 
     header = ["", *(part for column in ours.columns for part in (value_name(layout.columns, column), "paper"))]
     rows = []
-    if layout.random_baseline:  # the task specs' (tests/test_lra_artifact.py: the paper's row is the same)
+    if (
+        layout.random_baseline
+    ):  # the task specs' (tests/experiments/reports/test_lra_artifact.py: the paper's row is the same)
         rows.append(["Random Baseline", *(part for column in ours.columns for part in (f"{chance[column]:.3f}",) * 2)])
     for row in ours.index:
         name = " ".join(value_name(key, value) for key, value in zip(row_keys, row if len(row_keys) > 1 else (row,)))

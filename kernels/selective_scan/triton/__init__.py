@@ -19,7 +19,7 @@ states across lanes, so the scans are sequential loops in registers (the work of
 log-depth tree); the sums over N (y, the gradients of x and dt) are warp shuffles.
 
 Tiles: ``function.choose_tiling``. The kernels have been compiled offline for sm_90a and sm_80 (no spills; see
-tests/test_selective_scan_triton.py) but not yet run on a GPU: the tests marked gpu check them against the torch
+tests/kernels/test_selective_scan_triton.py) but not yet run on a GPU: the tests marked gpu check them against the torch
 backend at Mamba 125M's layer, and ``benchmarks/gpu_selective_scan.py`` times them against the torch backend and
 mamba_ssm.
 """

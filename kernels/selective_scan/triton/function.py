@@ -44,7 +44,7 @@ FORWARD_WARPS, BACKWARD_WARPS = 8, 4
 def choose_tiling(state_dim: int) -> Tiling:
     """The tiles of a call with ``state_dim`` N. A thread holds all CHUNK steps of its values, and every (CHUNK,
     BLOCK_D) tile (x, dt, their gradients) as many values as a (CHUNK, BLOCK_D, N) one, so the registers grow with
-    CHUNK. Compiled offline (tests/test_selective_scan_triton.py; Triton 3.9, sm_90a, bfloat16 inputs), none
+    CHUNK. Compiled offline (tests/kernels/test_selective_scan_triton.py; Triton 3.9, sm_90a, bfloat16 inputs), none
     spilling: at N 16, CHUNK 16 and 16 values a thread, the forward takes 72 to 76 registers a thread (3 programs of
     8 warps an SM) and the backward 168 (3 programs of 4 warps; 230 on sm_80 with float32 inputs), where 32 values
     a thread take 128 and 255 (the backward spilling); at N 4, 8, 32, 64 the same tiles take up to 255 in the

@@ -90,7 +90,7 @@ def test_strided_inputs():
 @pytest.mark.parametrize("block_size", [1, 16, 64])
 def test_matches_official_parallel(block_size):
     """Its stabiliser keeps its gradient, which only the eps term of the normaliser feels (see
-    tests/test_mlstm_kernels.py), so gradients are compared at eps = 0."""
+    tests/kernels/test_mlstm_kernels.py), so gradients are compared at eps = 0."""
     from xlstm.blocks.mlstm.backends import parallel_stabilized_simple
 
     inputs = make_inputs(S=50, DH=16, i_std=3.0, f_mean=3.0, f_std=3.0)

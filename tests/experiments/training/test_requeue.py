@@ -1,6 +1,6 @@
 """SLURM's requeue signal in training (experiments.training.requeue): noted whenever it arrives, acted on at the next
 boundary (an optimizer step's end, or a validation's), where the run saves last.ckpt and stops; the next attempt
-resumes from it and ends as the run would have uninterrupted. (tests/test_slurm.py: the same through SLURM jobs of two
+resumes from it and ends as the run would have uninterrupted. (tests/experiments/sweeps/test_slurm.py: the same through SLURM jobs of two
 processes.)"""
 
 import os

@@ -19,8 +19,8 @@ from experiments.config.validation import validate_run_config
 from experiments.sweeps.run_store import run_directory, write_result, write_run_inputs
 from experiments.sweeps.sweep import check_jobs, run_sweep
 from tasks.registry import task_families
+from tests.experiments.sweeps.test_sweep import NO_TORCH
 from tests.sweep_fakes import RECORD_RUN, small_artifact
-from tests.test_sweep import NO_TORCH
 
 SCHEMAS = {
     **{f"{name} section": schema for name, schema in SECTIONS.items()},

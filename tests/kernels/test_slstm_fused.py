@@ -1,5 +1,5 @@
 """The sLSTM scan's hand-written backward equals autograd through the step loop: outputs, final state and every
-gradient (inputs, R, b, initial h, c, n; gradients arriving at the final state too). tests/test_slstm_kernel.py
+gradient (inputs, R, b, initial h, c, n; gradients arriving at the final state too). tests/kernels/test_slstm_kernel.py
 checks the default (fused) scan against the official vanilla cell as well."""
 
 import pytest

@@ -10,7 +10,7 @@ kernels/slstm/triton/forward.py is first imported: the decorator returns an ``In
 and setting it in the pytest process would interpret every Triton kernel decorated afterwards (fla's, which other
 modules import). So the interpreter cases run in one child process per module fixture (per pytest-xdist worker),
 started with ``TRITON_INTERPRET=1`` whatever the order of the tests: the parent draws the inputs, the child
-(``python -m tests.test_slstm_triton``) checks that the kernels are interpreted, runs the Triton backend forward
+(``python -m tests.kernels.test_slstm_triton``) checks that the kernels are interpreted, runs the Triton backend forward
 and backward and returns outputs and gradients, and the parent compares them with the torch backend run here in
 float64 on the same (rounded) inputs. The child also reports whether importing ``kernels`` imported triton (it must
 not: triton is imported when the backend first runs). Two interpreter faults seen here: Triton 3.9's (and 3.6's)
@@ -39,7 +39,7 @@ import torch
 from kernels.backends import _REGISTRY, resolve
 from kernels.slstm import SLSTMState, initial_state, scan
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
 CHILD_TIMEOUT_SECONDS = 900
 # largest error against the float64 torch backend, relative to the largest |value| of each compared tensor
@@ -180,7 +180,7 @@ def run_interpreted(cases: dict[str, Case], folder: Path) -> dict:
     torch.save({name: (dataclasses.asdict(case), case_inputs(case)) for name, case in cases.items()}, request)
     environment = {**os.environ, "TRITON_INTERPRET": "1"}
     child = subprocess.run(
-        [sys.executable, "-m", "tests.test_slstm_triton", str(request), str(response)],
+        [sys.executable, "-m", "tests.kernels.test_slstm_triton", str(request), str(response)],
         cwd=ROOT,
         env=environment,
         capture_output=True,
@@ -282,7 +282,7 @@ def test_the_kernels_compile_for_hopper_and_ampere_within_their_shared_memory(tm
     response = tmp_path / "shared.json"
     environment = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
     child = subprocess.run(
-        [sys.executable, "-m", "tests.test_slstm_triton", "compile", str(response)],
+        [sys.executable, "-m", "tests.kernels.test_slstm_triton", "compile", str(response)],
         cwd=ROOT,
         env=environment,
         capture_output=True,

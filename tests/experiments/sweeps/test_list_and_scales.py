@@ -16,8 +16,8 @@ from experiments.config.configuration import ConfigError
 from experiments.sweeps.run_execution import execute_run
 from experiments.sweeps.status import list_artifacts
 from tests.conftest import FIXTURES
+from tests.experiments.sweeps.test_run_store import listed
 from tests.sweep_fakes import RECORD_RUN
-from tests.test_run_store import listed
 
 FIXTURE = load_artifact("sweep-fixture")  # declares smoke, mini and paper
 

@@ -12,7 +12,7 @@ from rich.console import Console
 from experiments.sweeps.run_store import METRICS_FILE, finished_result
 from experiments.sweeps.status import list_artifacts
 from experiments.sweeps.sweep import run_sweep
-from tests.test_damaged_store import ARTIFACT, finished_store, warnings_naming
+from tests.experiments.sweeps.test_damaged_store import ARTIFACT, finished_store, warnings_naming
 
 OPENED: list[str] | None = None  # the paths opened while a test records them
 

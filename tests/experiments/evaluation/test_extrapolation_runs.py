@@ -17,7 +17,7 @@ from experiments.evaluation.extrapolation_run import validation_sequences
 from experiments.evaluation.peak_memory import peak_memory_bytes
 from experiments.sweeps.sweep import run_sweep
 from tests.evaluation_probe import load_error
-from tests.test_paloma_runs import training_config_of
+from tests.experiments.sweeps.test_paloma_runs import training_config_of
 
 TRAINING, ARTIFACT = "temp_sclaw300B", "spaj300B_seq_extrapolation"
 

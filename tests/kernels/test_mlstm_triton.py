@@ -36,7 +36,7 @@ from kernels.mlstm import MLSTMState, chunkwise
 from kernels.mlstm.triton import adapter
 from kernels.mlstm.triton.tiling import Tiling, choose_tiling, kernel_chunk
 
-REPOSITORY = Path(__file__).resolve().parents[1]
+REPOSITORY = Path(__file__).resolve().parents[2]
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
 LEAVES = ["q", "k", "v", "i", "f", "C0", "n0"]
 # several chunks, two row blocks per chunk, two blocks of a head dim of 48 (the second one ragged) everywhere

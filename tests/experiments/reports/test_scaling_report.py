@@ -161,7 +161,7 @@ def test_the_mini_scale_plans_three_sizes_of_two_models_with_the_papers_rates():
 
 def test_a_smoke_report_of_results_without_parameter_counts_counts_them_from_the_config(tmp_path):
     """Results recorded before runs recorded their parameter count still report: the count comes from each run's
-    config, its model built on the meta device, the same count a run records (tests/test_scaling_configs.py)."""
+    config, its model built on the meta device, the same count a run records (tests/experiments/config/test_scaling_configs.py)."""
     runs, reports = tmp_path / "runs", tmp_path / "reports"
     assert run_sweep("temp_sclaw15B", "smoke", jobs=1, root=runs, run_function=PERPLEXITY_RUN) == 0
     outcome = write_report("temp_sclaw15B", "smoke", runs, reports)

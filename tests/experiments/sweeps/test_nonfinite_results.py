@@ -25,9 +25,9 @@ from experiments.sweeps.run_store import (
     run_directory,
 )
 from experiments.sweeps.status import COLUMNS, list_artifacts
+from tests.experiments.sweeps.test_damaged_store import ARTIFACT, finished_store, moved_aside, warnings_naming
+from tests.experiments.sweeps.test_sweep import NO_TORCH
 from tests.sweep_fakes import EXECUTIONS, NON_FINITE_RUN, RECORD_RUN, count_lines
-from tests.test_damaged_store import ARTIFACT, finished_store, moved_aside, warnings_naming
-from tests.test_sweep import NO_TORCH
 
 NON_FINITE = {"nan": "NaN", "infinity": pytest.param("Infinity", marks=pytest.mark.slow)}  # as JSON spells them
 FIXTURE = load_artifact("sweep-fixture").at_scale("smoke")

@@ -395,7 +395,7 @@ def test_the_slurm_job_of_a_multi_node_paper_run_asks_for_its_nodes_gpus_tasks_t
 ):
     """The parameters reach sbatch through the sweep's submitit executor, as Hydra's submitit launcher hands them to
     submitit (BaseQueueConf's keys as they are, the others prefixed ``slurm_``); submitit needs an ``srun`` to exist.
-    (tests/test_slurm.py submits the same to a fake SLURM.)"""
+    (tests/experiments/sweeps/test_slurm.py submits the same to a fake SLURM.)"""
     from experiments.sweeps.slurm_sweep import submitit_executor
     from experiments.sweeps.sweep import load_launcher
 
@@ -490,7 +490,7 @@ def test_a_requeued_job_takes_over_the_claim_of_its_earlier_attempt(tmp_path, mo
 
 
 def test_the_other_ranks_of_a_job_train_without_claiming(tmp_path):
-    """Rank 0 claims and records; another rank trains beside it on rank 0's word (tests/test_slurm.py: a rank whose
+    """Rank 0 claims and records; another rank trains beside it on rank 0's word (tests/experiments/sweeps/test_slurm.py: a rank whose
     rank 0 did not get the claim does not train)."""
     from experiments.config.artifacts import load_artifact
     from experiments.sweeps.run_execution import train_as_another_rank

@@ -1,5 +1,5 @@
 """The xLSTM options of the paper's LM ablations: the mLSTM gating variants (Table ablstudies, bottom) and the mLSTM in
-a post up-projection block (Table abl_matrixmemory); their defaults are today's model (tests/test_xlstm_oracle.py
+a post up-projection block (Table abl_matrixmemory); their defaults are today's model (tests/models/test_xlstm_oracle.py
 compares it with the official package)."""
 
 import math

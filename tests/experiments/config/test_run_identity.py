@@ -32,7 +32,7 @@ COMPUTATIONS = [
     ["trainer.strategy=fsdp"],
     ["model.embedding_dim=96"],
 ]
-# Table 1's recipe on the sample corpus, three steps of a global batch of 4 (as tests/test_distributed.py)
+# Table 1's recipe on the sample corpus, three steps of a global batch of 4 (as tests/experiments/training/test_distributed.py)
 TINY_LM = [
     "model=xlstm_1_0",
     "task=lm_sample",

@@ -17,7 +17,7 @@ from experiments.sweeps.run_execution import execute_run
 from experiments.sweeps.run_store import run_directory
 from experiments.training.checkpoints import checkpoint_damage
 from experiments.training.train import FAIL_AFTER_STEPS_VARIABLE, TrainingRunMissing, training_checkpoint
-from tests.test_resume import PARITY, assert_equal_runs, planned
+from tests.experiments.training.test_resume import PARITY, assert_equal_runs, planned
 
 # checkpoints every step, validations at steps 3 and 6: killed at step 5, the run leaves last.ckpt at step 4 and
 # its best checkpoint at step 3

@@ -1,5 +1,5 @@
 """Tables ablstudies and abl_matrixmemory: the paper's grids at paper scale (checked against the transcribed tables,
-which tests/test_paper_tables.py checks against the paper's source), their parameter counts, the mini recipe, and
+which tests/experiments/reports/test_paper_tables.py checks against the paper's source), their parameter counts, the mini recipe, and
 the smoke scale end to end (training, validation, report with the paper's column beside ours) on the sample corpus."""
 
 import math
@@ -152,7 +152,7 @@ def test_mini_scale_is_the_mini_recipe_on_the_offline_corpus(name):
 
 # abl_matrixmemory's smoke (21 s) runs with the slow tests, so that the default suite stays under its 15 minutes:
 # ablstudies' smoke takes the same sweep and report paths, and the post up-projection block's forward and step are
-# tested in tests/test_xlstm_ablation_options.py and tests/test_chunked_forward.py.
+# tested in tests/models/test_xlstm_ablation_options.py and tests/models/test_chunked_forward.py.
 @pytest.mark.parametrize("name", ["ablstudies", pytest.param("abl_matrixmemory", marks=pytest.mark.slow)])
 def test_smoke_scale_trains_validates_and_reports_beside_the_paper(name, tmp_path):
     runs, reports = tmp_path / "runs", tmp_path / "reports"

@@ -15,8 +15,8 @@ import pytest
 
 from experiments.paths import REPOSITORY_ROOT
 from experiments.sweeps.claims import CLAIM_FILE, process_start_ticks
+from tests.experiments.sweeps.test_sweep import NO_TORCH, is_done, run_dirs, sweep_command_line
 from tests.sweep_fakes import EXECUTIONS, RECORD_RUN, count_lines
-from tests.test_sweep import NO_TORCH, is_done, run_dirs, sweep_command_line
 
 FIXTURE_RUNS = 6  # sweep-fixture's smoke grid, which the command line sweeps
 

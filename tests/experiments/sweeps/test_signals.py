@@ -14,8 +14,8 @@ import pytest
 
 from experiments.paths import REPOSITORY_ROOT
 from experiments.sweeps.claims import CLAIM_FILE, process_is_running
+from tests.experiments.sweeps.test_sweep import NO_TORCH, is_done, run_dirs, wait_until
 from tests.sweep_fakes import EXECUTIONS, HELD_RUN, HOLD, count_lines
-from tests.test_sweep import NO_TORCH, is_done, run_dirs, wait_until
 
 # two runs of the fixture's grid (xlstm_0_1 on parity and on even_pairs), both in flight at once
 SWEEP = ["sweep", "sweep-fixture", "--scale", "smoke", "--jobs", "2", "--where", "model=xlstm_0_1", NO_TORCH]

@@ -10,7 +10,7 @@ How the interpreter is switched on. ``@triton.jit`` decides when it decorates a 
 it runs interpreted (``TRITON_INTERPRET=1`` at that moment) or compiled, and setting the variable in the pytest
 process would leak into every Triton kernel decorated afterwards (fla's). So the interpreted cases run in one child
 process per module fixture, started with ``TRITON_INTERPRET=1`` before anything imports triton: the parent draws the
-inputs, the child (``python -m tests.test_selective_scan_triton``) checks that the kernels are interpreted, runs our
+inputs, the child (``python -m tests.kernels.test_selective_scan_triton``) checks that the kernels are interpreted, runs our
 backend forward and backward and returns outputs and gradients; the parent compares them with the torch backend.
 The child also reports whether importing ``kernels`` imported triton (it must not) and runs the op's probe case
 (``kernels.probe.run_probe``) on our backend.
@@ -45,7 +45,7 @@ from kernels.backends import _REGISTRY, resolve
 from kernels.selective_scan import selective_scan
 from kernels.selective_scan.triton.adapter import MAX_STATE_DIM
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
 CHILD_TIMEOUT_SECONDS = 900
 # largest error against the float64 torch backend, relative to the largest |value| of each compared tensor
@@ -217,7 +217,7 @@ def run_interpreted(cases: dict[str, Case], probed_dtypes: tuple[str, ...], fold
     )
     environment = {**os.environ, "TRITON_INTERPRET": "1"}
     child = subprocess.run(
-        [sys.executable, "-m", "tests.test_selective_scan_triton", str(request), str(response)],
+        [sys.executable, "-m", "tests.kernels.test_selective_scan_triton", str(request), str(response)],
         cwd=ROOT,
         env=environment,
         capture_output=True,
@@ -513,7 +513,7 @@ def test_the_kernels_compile_for_hopper_and_ampere_within_shared_memory_without_
     environment = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
     environment.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9 warns unless set; 1 is the default
     child = subprocess.run(
-        [sys.executable, "-m", "tests.test_selective_scan_triton", "compile", str(response)],
+        [sys.executable, "-m", "tests.kernels.test_selective_scan_triton", "compile", str(response)],
         cwd=ROOT,
         env=environment,
         capture_output=True,

@@ -31,8 +31,8 @@ from experiments.sweeps.run_store import (
 )
 from experiments.sweeps.status import list_artifacts
 from experiments.sweeps.sweep import run_sweep
+from tests.experiments.sweeps.test_sweep import NO_TORCH
 from tests.sweep_fakes import EXECUTIONS, RECORD_RUN, count_lines, record_run, small_artifact
-from tests.test_sweep import NO_TORCH
 
 ARTIFACT = small_artifact(["xlstm_0_1", "xlstm_1_0"])  # the first two runs of the sweep-fixture's smoke grid
 

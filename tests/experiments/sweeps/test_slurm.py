@@ -23,6 +23,7 @@ from experiments.sweeps.claims import heartbeat_seconds_for, holding
 from experiments.sweeps.run_store import RESULT_FILE, claim_run, write_result, write_run_inputs
 from experiments.sweeps.slurm_jobs import JOB_FILE
 from experiments.sweeps.sweep import run_sweep
+from tests.experiments.sweeps.test_sweep import NO_TORCH, wait_until
 from tests.slurm_runs import (
     DYING_RUN,
     EXIT_MODEL_VARIABLE,
@@ -33,9 +34,8 @@ from tests.slurm_runs import (
     reference_weights,
 )
 from tests.sweep_fakes import EXECUTIONS, RECORD_RUN, count_lines, small_artifact
-from tests.test_sweep import NO_TORCH, wait_until
 
-FAKES = Path(__file__).parent / "fake_slurm"
+FAKES = Path(__file__).parents[2] / "fake_slurm"
 GLOO_RUN = "tests.slurm_runs.gloo_run"
 CPU_JOBS = ["hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1"]  # the fixture's runs train on CPUs
 TWO_TASKS = [*CPU_JOBS, "hydra.launcher.tasks_per_node=2", "trainer.devices=2"]

@@ -15,7 +15,7 @@ import torch
 
 from models import catalog, registry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # name -> (options, None if valid else a regex of the ValueError); the build on the meta device must agree.
 CASES = {
