@@ -26,6 +26,7 @@ TINY = [
 ]
 
 
+@pytest.mark.slow  # minutes of the default suite's 10 (make test-slow)
 def test_sweep_trains_records_and_reports(tmp_path):
     artifact = small_artifact(["xlstm_0_1", "xlstm_1_0"], tasks=["parity"])
     runs, reports = tmp_path / "runs", tmp_path / "reports"

@@ -76,6 +76,7 @@ def test_a_static_cache_generates_what_the_growing_cache_does(make, new):
             model.step(tokens[:, 0], state)
 
 
+@pytest.mark.slow  # minutes of the default suite's 10 (make test-slow)
 def test_compiled_step_gives_the_eager_logits_and_tokens():
     model = xlstm_lm("xlstm_1_1", dtype=torch.float32)  # one mLSTM and one sLSTM block: one compilation
     step = compiled_step(model)

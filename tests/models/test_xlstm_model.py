@@ -143,6 +143,7 @@ def test_bad_configs_fail_with_the_value_and_the_choices(make, message):
         make()
 
 
+@pytest.mark.slow  # minutes of the default suite's 10 (make test-slow)
 def test_paper_sizes_match_the_paper_parameter_counts():
     from experiments.reports.params_report import parameter_table
 
@@ -152,6 +153,7 @@ def test_paper_sizes_match_the_paper_parameter_counts():
     assert (checked["delta_pct"].abs() <= 0.05).all(), checked
 
 
+@pytest.mark.slow  # minutes of the default suite's 10 (make test-slow)
 def test_table_spaj_peaklr_stands_beside_our_presets():
     """Every row of the paper's Table spaj_peaklr has a preset of ours with its dims and a count within 0.05%, except
     the 2.7B RWKV-5, RWKV-6 and HGRN2, whose printed dims (2048, 24 blocks) repeat the 1.3B ones while their counts

@@ -26,6 +26,7 @@ def toy_family(monkeypatch):
     )
 
 
+@pytest.mark.slow  # minutes of the default suite's 10 (make test-slow)
 def test_a_plugged_in_family_runs_through_sweep_and_report(toy_family, tmp_path, capsys):
     runs, reports = tmp_path / "runs", tmp_path / "reports"
     assert cli_main(["sweep", "toy-previous-token", "--scale", "smoke", "--root", str(runs)]) == 0

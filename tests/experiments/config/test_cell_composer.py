@@ -38,6 +38,7 @@ def test_cells_that_differ_in_learning_rate_and_seed_share_a_compose_and_equal_a
         assert run.config.optim.lr == run.cell["optim.lr"] and run.config.seed == run.cell["seed"]
 
 
+@pytest.mark.slow  # minutes of the default suite's 10 (make test-slow)
 def test_an_interpolation_that_reads_a_grid_value_composes_every_cell(compose_count):
     runs = load_artifact("sweep-fixture").runs("paper", ["optim.min_lr=${optim.lr}"])
     assert all(run.overrides in compose_count for run in runs)

@@ -36,6 +36,7 @@ def paper_rates(column: str) -> dict[tuple[str, str], float]:
         ),
     ],
 )
+@pytest.mark.slow  # minutes of the default suite's 10 (make test-slow)
 def test_every_scaling_run_has_the_papers_rate_for_its_model_and_size(artifact, column, models, sizes):
     runs = load_artifact(artifact).runs("paper")
     rates, presets = paper_rates(column), language_model_sizes()

@@ -61,6 +61,7 @@ def harness_run(tmp_path_factory):
     return model, results
 
 
+@pytest.mark.slow  # minutes of the default suite's 10 (make test-slow)
 def test_the_harness_multiple_choice_accuracy_is_the_argmax_of_our_summed_continuation_log_probs(harness_run):
     model, results = harness_run
     correct, correct_norm = [], []

@@ -150,10 +150,11 @@ def test_mini_scale_is_the_mini_recipe_on_the_offline_corpus(name):
         ) == ("offline:docs", 128, 256, 8, 600)
 
 
-# abl_matrixmemory's smoke (21 s) runs with the slow tests, so that the default suite stays under its 15 minutes:
-# ablstudies' smoke takes the same sweep and report paths, and the post up-projection block's forward and step are
-# tested in tests/models/test_xlstm_ablation_options.py and tests/models/test_chunked_forward.py.
-@pytest.mark.parametrize("name", ["ablstudies", pytest.param("abl_matrixmemory", marks=pytest.mark.slow)])
+# Both smokes run with the slow tests (minutes): the README's test trains language models through sweep and report
+# (spaj15b_model_results on the offline corpus), and the post up-projection block's forward and step are tested in
+# tests/models/test_xlstm_ablation_options.py and tests/models/test_chunked_forward.py.
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ablstudies", "abl_matrixmemory"])
 def test_smoke_scale_trains_validates_and_reports_beside_the_paper(name, tmp_path):
     runs, reports = tmp_path / "runs", tmp_path / "reports"
     assert run_sweep(name, "smoke", jobs=1, root=runs) == 0

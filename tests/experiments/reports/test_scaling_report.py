@@ -159,6 +159,7 @@ def test_the_mini_scale_plans_three_sizes_of_two_models_with_the_papers_rates():
         assert sorted(by_width) == [64, 128, 192] and sorted(by_width.values()) == [by_width[w] for w in (64, 128, 192)]
 
 
+@pytest.mark.slow  # minutes of the default suite's 10 (make test-slow)
 def test_a_smoke_report_of_results_without_parameter_counts_counts_them_from_the_config(tmp_path):
     """Results recorded before runs recorded their parameter count still report: the count comes from each run's
     config, its model built on the meta device, the same count a run records (tests/experiments/config/test_scaling_configs.py)."""

@@ -57,6 +57,7 @@ def temporary_files(root: Path) -> list[Path]:
     return [path for path in root.rglob(".*") if path.is_file() and not path.name.startswith(".claim.json.taken")]
 
 
+@pytest.mark.slow  # minutes of the default suite's 10 (make test-slow)
 def test_a_file_in_the_way_of_a_run_directory_fails_that_run_only_and_readers_name_it(tmp_path):
     # no overrides (list plans the artifact as it is)
     plain_sweep = ["sweep", "sweep-fixture", "--scale", "smoke", "--run-function", RECORD_RUN, "--root", str(tmp_path)]
@@ -93,6 +94,7 @@ def test_a_read_only_run_store_stops_the_sweep_in_one_line(tmp_path):
     )
 
 
+@pytest.mark.slow  # minutes of the default suite's 10 (make test-slow)
 def test_a_full_disk_stops_the_sweep_cleanly_and_leaves_no_temporary_file(tmp_path):
     with tmpfs(tmp_path / "store", "size=48k") as store:
         root = store / "runs"

@@ -113,6 +113,7 @@ def train_in_two_processes(overrides: list[str], tmp_path):
     return weights(tmp_path / "ddp")
 
 
+@pytest.mark.slow  # minutes of the default suite's 10 (make test-slow)
 def test_two_processes_train_the_weights_of_one_process_at_the_same_global_batch(tmp_path):
     two_processes = train_in_two_processes(TINY_LM, tmp_path)
     run_training(compose_run_config([*TINY_LM, "+trainer.micro_batch_size=2"]), tmp_path / "accumulated")

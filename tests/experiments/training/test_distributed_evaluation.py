@@ -93,6 +93,7 @@ def evaluate_in_one_and_two_processes(overrides: list[str], tmp_path) -> tuple[p
     return evaluation_metrics(tmp_path / "one"), evaluation_metrics(tmp_path / "two")
 
 
+@pytest.mark.slow  # minutes of the default suite's 10 (make test-slow)
 def test_two_processes_score_an_uneven_language_model_set_as_one(tmp_path):
     one, two = evaluate_in_one_and_two_processes(UNEVEN_LM, tmp_path)
     assert {"val/loss", "test/loss"} <= set(one.index)

@@ -16,6 +16,7 @@ from experiments.sweeps.sweep import run_sweep
 ARTIFACT, DIVERGING = "spaj15b_model_results", ["optim.lr=1e30"]  # its smoke scale: 4 steps of two tiny models
 
 
+@pytest.mark.slow  # minutes of the default suite's 10 (make test-slow)
 def test_a_run_whose_loss_turns_nan_is_recorded_as_diverged_and_the_sweep_goes_on(tmp_path):
     runs, reports = tmp_path / "runs", tmp_path / "reports"
     console = Console(record=True, width=200)
