@@ -13,8 +13,12 @@ PLACEHOLDER = re.compile(r"\{([\w.]+)\}")
 def config_values(runs: Sequence[PlannedRun], key: str) -> list:
     """The distinct values of a config key (None where a config lacks it) over the planned runs that have a config,
     sorted."""
-    values = {value_at(run.container, key, None) for run in runs if run.container is not None}
-    return sorted(values, key=lambda value: (str(type(value)), value))
+    distinct = {}  # by their text: a list value (frequency edges) is not hashable
+    for run in runs:
+        if run.container is not None:
+            value = value_at(run.container, key, None)
+            distinct.setdefault(repr(value), value)
+    return sorted(distinct.values(), key=lambda value: (str(type(value)), value))
 
 
 def summary(values: list) -> str:
