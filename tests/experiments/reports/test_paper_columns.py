@@ -150,7 +150,7 @@ def test_a_metric_no_finished_run_records_is_named(artifact_folder):
     with pytest.raises(
         ValueError,
         match=r"report.paper_columns: no finished run of paper-columns-fixture records "
-        r"\['paloma/c4'\]; they record \['paloma/average'\]",
+        r"\['paloma/c4'\]; they record \['model/parameters', 'paloma/average'\]",
     ):
         write_report(FIXTURE, "smoke", artifact_folder / "runs", reports)
 

@@ -309,7 +309,7 @@ def test_the_page_uses_the_papers_names_and_says_the_paper_prints_no_number(form
     table = smoke_table(artifact, runs, {("retnet", "parity"): 0.5})
     cells = cells_markdown(artifact, table)
     assert "Retention" in cells and "retnet" not in cells
-    assert "Even pairs" in cells and "even_pairs" not in cells
+    assert "| Parity " in cells and "| parity " not in cells
     assert cells.count("no number¹") == len(table) and "¹ Figure 4 is an image" in cells
     page = markdown(artifact, runs, table, "smoke", None, [], findings_of(artifact.paper))
     assert "> Models such as Transformers or State Space Models without memory mixing" in page

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -37,7 +38,7 @@ def test_selection_picks_the_lr_with_best_mean_validation_and_averages_its_seeds
     assert parity["chosen optim.lr"] == 1e-3
     assert parity["ours"] == pytest.approx(0.75)
     assert parity["runs"] == 2
-    assert parity["std"] == pytest.approx(0.05)
+    assert parity["std"] == pytest.approx(np.std([0.70, 0.80], ddof=1))  # the sample std of the seeds' values
     assert (parity["min"], parity["max"]) == (0.70, 0.80) and pd.isna(parity["solved"])  # no threshold given
     solved = select_cells(
         _runs(),
