@@ -61,7 +61,15 @@ def two_reports(tmp_path_factory):
     return root, report_files(old), report_files(new), time.monotonic() - started
 
 
-@pytest.mark.parametrize("fraction", [0.5, 0.8, 0.9, 1.0])  # of the time an uninterrupted report takes
+@pytest.mark.parametrize(  # of the time an uninterrupted report takes; one moment in the default suite
+    "fraction",
+    [
+        pytest.param(0.5, marks=pytest.mark.slow),
+        pytest.param(0.8, marks=pytest.mark.slow),
+        0.9,
+        pytest.param(1.0, marks=pytest.mark.slow),
+    ],
+)
 def test_a_report_killed_at_any_moment_leaves_the_old_report_or_the_new_one_whole(two_reports, tmp_path, fraction):
     root, old, new, seconds = two_reports
     destination = tmp_path / "reports"

@@ -328,7 +328,7 @@ def test_the_colour_scale_covers_scaled_accuracy_from_minus_one_to_one(formal_ma
     assert mesh.get_cmap().name == "RdBu"  # diverging: -1 and 0 get different colours
     low, middle = mesh.to_rgba([-1.0, 0.0])
     assert tuple(low) != tuple(middle)
-    assert [label.get_text() for label in figure.axes[0].get_yticklabels()][:2] == ["Llama", "Mamba"]
+    assert [label.get_text() for label in figure.axes[0].get_yticklabels()][:2] == ["Llama", "Retention"]
     plt.close(figure)
 
 
