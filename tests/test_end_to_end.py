@@ -49,7 +49,7 @@ def test_sweep_trains_records_and_reports(tmp_path):
         "task",
         "metric",
         "ours",
-        "std",
+        "sample std",
         "min",
         "max",
         "paper",
