@@ -16,6 +16,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from experiments.config.artifacts import Artifact, load_artifact
+from experiments.run_metrics import PARAMETERS_METRIC
 
 EXECUTIONS = "executions.log"
 RECORD_RUN = "tests.sweep_fakes.record_run"
@@ -31,7 +32,12 @@ def record_run(config: DictConfig, run_dir: Path) -> dict[str, float]:
     time.sleep(OmegaConf.select(config, "debug.sleep_seconds", default=0.0))
     if OmegaConf.select(config, "debug.fail_model") == config.model.name:
         raise RuntimeError(f"injected failure of model {config.model.name}")
-    metrics = {"val/scaled_accuracy": 0.5 + 0.1 * config.seed, "test/scaled_accuracy": 0.25}
+    metrics = {
+        "val/scaled_accuracy": 0.5 + 0.1 * config.seed,
+        "test/scaled_accuracy": 0.25,
+        # a stand-in count where a training run records its model's: a report then builds no model to count it
+        PARAMETERS_METRIC: 1000.0 * OmegaConf.select(config, "model.embedding_dim", default=1),
+    }
     (run_dir / "metrics.csv").write_text(
         "step,val/scaled_accuracy\n" + f"{config.trainer.max_steps},{metrics['val/scaled_accuracy']}\n"
     )

@@ -14,7 +14,6 @@ claimed by a process that is gone."""
 import multiprocessing
 import os
 import signal
-import sys
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -27,11 +26,12 @@ from pathlib import Path
 from rich.console import Console
 
 from experiments.config.artifacts import PlannedRun
-from experiments.stop_signals import Stopped, starting_a_child, stop_signals_raise
-from experiments.sweeps.run_execution import execute_run, record_failure
+from experiments.stop_signals import Stopped, starting_a_child
+from experiments.sweeps.run_execution import record_failure
 from experiments.sweeps.run_outcome import RunOutcome
 from experiments.sweeps.run_store import finished_result, run_directory
 from experiments.sweeps.status import SweepProgress
+from experiments.sweeps.worker import work
 
 STOP_GRACE_SECONDS = 30.0  # a stopped worker's time to record its run (SLURM's KillWait is 30 s by default)
 
@@ -43,6 +43,7 @@ class Worker:
     outcomes: Connection  # the receiving end: the worker sends its RunOutcome before it exits
     ready: Event  # set by the worker once its stop-signal handlers are installed
     outcome: RunOutcome | None = None
+    listening: bool = True  # until its outcome (or the pipe's end) is read: a read pipe stays readable at its end
 
 
 def run_locally(
@@ -87,28 +88,14 @@ def start_worker(context, run: PlannedRun, arguments: tuple, workers: list[Worke
         sending.close()  # the worker holds the only sending end: the pipe reads as closed once it is gone
 
 
-def work(
-    sending: Connection, ready: Event, run: PlannedRun, root: Path, run_function: str, stale_after_seconds: float
-) -> None:
-    """A worker process: its run's outcome goes to the launcher; stopped by a signal, it exits with 128 + N."""
-    with stop_signals_raise():
-        try:
-            ready.set()
-            outcome = execute_run(run, root, run_function, stale_after_seconds)
-        except Stopped as stopped:  # its run's error.json names the signal (execute_run), unless it had not started
-            sending.send(
-                RunOutcome("failed", run_directory(run, root), f"{stopped}: it resumes from its last checkpoint")
-            )
-            sys.exit(stopped.exit_code)
-    sending.send(outcome)
-    sending.close()
-
-
 def finished_workers(workers: list[Worker]) -> list[Worker]:
-    """Wait until a worker sends its outcome or exits; the workers that have exited (outcomes read first)."""
-    ready = wait([worker.outcomes for worker in workers] + [worker.process.sentinel for worker in workers])
+    """Wait until a worker sends its outcome or exits; the workers that have exited (outcomes read first). A pipe
+    whose outcome was read is not waited on again: at its end it reads as ready at once, and waiting on it would spin
+    this process on a core while the worker shuts down."""
+    listening = [worker.outcomes for worker in workers if worker.listening]
+    ready = wait(listening + [worker.process.sentinel for worker in workers])
     for worker in workers:
-        if worker.outcomes in ready and worker.outcome is None:
+        if worker.listening and worker.outcomes in ready:
             receive_outcome(worker)
     finished = [worker for worker in workers if worker.process.sentinel in ready]
     for worker in finished:
@@ -118,6 +105,7 @@ def finished_workers(workers: list[Worker]) -> list[Worker]:
 
 
 def receive_outcome(worker: Worker) -> None:
+    worker.listening = False
     try:
         worker.outcome = worker.outcomes.recv()
     except EOFError:  # it died before sending

@@ -20,12 +20,13 @@ from experiments import atomic
 from experiments.config import artifacts
 from experiments.config.artifacts import MODEL_NOT_REGISTERED, known_artifacts, load_artifact, run_id_of
 from experiments.config.configuration import ConfigError, config_yaml
+from experiments.run_metrics import PARAMETERS_METRIC
 from experiments.sweeps.claims import CLAIM_FILE, holding, process_start_ticks, read_claim, release
 from experiments.sweeps.manifest import Manifest, read_manifest, write_manifest
 from experiments.sweeps.run_execution import execute_run
 from experiments.sweeps.run_store import claim_run, run_directory, runs_frame, store_frame
 from experiments.sweeps.status import list_artifacts
-from experiments.sweeps.sweep import hydra_command, load_launcher
+from experiments.sweeps.sweep import hydra_command, load_launcher, run_sweep
 from tests.sweep_fakes import EXECUTIONS, RECORD_RUN, THREADS_RUN, UNBUILT_MODEL, count_lines, small_artifact
 
 FIXTURE = load_artifact("sweep-fixture")
@@ -122,7 +123,11 @@ def test_successful_run_writes_inputs_and_result(tmp_path):
     assert OmegaConf.load(run_dir / "config.yaml") == run.config
     assert json.loads((run_dir / "cell.json").read_text())["cell"] == run.cell
     result = json.loads((run_dir / "result.json").read_text())
-    assert result["metrics"] == {"val/scaled_accuracy": 0.5, "test/scaled_accuracy": 0.25}
+    assert result["metrics"] == {
+        "val/scaled_accuracy": 0.5,
+        "test/scaled_accuracy": 0.25,
+        PARAMETERS_METRIC: 1000.0 * run.config.model.embedding_dim,
+    }
     assert result["run_id"] == run.run_id and result["cell"] == run.cell and result["hostname"] == socket.gethostname()
     assert result["duration_seconds"] >= 0 and result["started"] <= result["finished"]
     assert (run_dir / "metrics.csv").exists()
@@ -193,6 +198,14 @@ def test_worker_sets_torch_threads_from_the_config(tmp_path):
         execute_run(run, tmp_path, THREADS_RUN)
     finally:
         torch.set_num_threads(threads_before)
+    assert json.loads((run_directory(run, tmp_path) / "result.json").read_text())["metrics"] == {"threads": 1.0}
+
+
+def test_a_spawned_worker_runs_with_the_configs_threads_though_it_imports_torch_only_in_the_run(tmp_path):
+    artifact = small_artifact(["xlstm_0_1"])
+    overrides = ["trainer.num_threads=1"]  # torch's default is the number of cores (2 here)
+    assert run_sweep(artifact, "smoke", jobs=1, overrides=overrides, root=tmp_path, run_function=THREADS_RUN) == 0
+    (run,) = artifact.runs("smoke", overrides)
     assert json.loads((run_directory(run, tmp_path) / "result.json").read_text())["metrics"] == {"threads": 1.0}
 
 
