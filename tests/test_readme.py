@@ -73,9 +73,11 @@ def as_tested(command: str) -> str:
     return tested
 
 
-def user_environment(copy: Path, cache: Path) -> dict[str, str]:
-    """What a user has: no test fixture artifacts, the compose cache on (in a folder of the test's own)."""
-    variables = environment(copy, XLSTM_SUITE_COMPOSE_CACHE=str(cache), COLUMNS="100")
+def user_environment(copy: Path) -> dict[str, str]:
+    """What a user has: no test fixture artifacts, the compose cache on. It is the test session's (tests/conftest.py),
+    shared with the other tests and groups as a user's own cache is shared by the commands they run: its entries are
+    keyed by the content of every config file, so a shared entry is the compose a cold cache would make."""
+    variables = environment(copy, COLUMNS="100")
     variables.pop("XLSTM_SUITE_ARTIFACTS", None)
     return variables
 
@@ -147,7 +149,7 @@ def test_commands_fall_into_groups_that_keep_their_order_and_cover_the_readme():
 @pytest.mark.parametrize("group", list(command_groups()))
 def test_every_readme_command_runs(group, tmp_path):
     repository = copy_repository(tmp_path / "repository")
-    env = user_environment(repository, tmp_path / "compose-cache")
+    env = user_environment(repository)
     failures = []
     for command in command_groups()[group]:
         if command in NOT_RUN_HERE:
@@ -178,8 +180,6 @@ def test_every_readme_python_example_runs(repository, index):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(SLOW_COMMANDS))
-def test_every_long_readme_command_runs(repository, command, tmp_path):
-    finished = run_in(
-        repository, SLOW_COMMANDS[command], user_environment(repository, tmp_path / "cache"), timeout=3600
-    )
+def test_every_long_readme_command_runs(repository, command):
+    finished = run_in(repository, SLOW_COMMANDS[command], user_environment(repository), timeout=3600)
     assert finished.returncode == 0, finished.output[-3000:]
