@@ -2,6 +2,10 @@
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
+# The install byte-compiles nothing (uv's default; compiling all of torch, transformers and the rest ahead took 2 min
+# here), so Python writes a module's byte-code at its first import and reads it after. A shell that sets
+# PYTHONDONTWRITEBYTECODE (this machine's does) would have every process compile torch from source again.
+unexport PYTHONDONTWRITEBYTECODE
 
 ARTIFACT ?= formal-main
 SCALE ?= smoke
@@ -16,7 +20,7 @@ $(INSTALLED): pyproject.toml
 	# torch first and pinned: the CPU build of 2.13.0 comes from a local file, never a CUDA build (pyproject.toml
 	# asks for a range, which a GPU machine's own torch satisfies); the pin stays in the second install too.
 	# uv (pinned) installs the rest: the same versions as pip resolves, in 18 s here where pip took 2 min 4 s (pip's
-	# index reads and byte-compiling, measured in a fresh venv). Neither byte-compiles: Python does so at first import.
+	# index reads and byte-compiling, measured in a fresh venv).
 	$(PYTHON) -m pip install --quiet --no-compile torch==2.13.0 uv==0.13.9
 	# lmeval too: tests/experiments/evaluation/test_lmeval_runs.py runs the harness offline (it pulls no torch of its own).
 	$(VENV)/bin/uv pip install --quiet --python $(PYTHON) -e ".[test,lmeval]" torch==2.13.0

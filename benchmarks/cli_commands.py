@@ -35,6 +35,9 @@ def timed(command: list[str], cache: Path) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of ``xlstm-suite <command>`` in a fresh process with ``cache`` as its cache
     folder; RuntimeError naming the command and its error where it fails."""
     environment = os.environ | {CACHE_VARIABLE: str(cache), "PYTHONPATH": str(REPOSITORY_ROOT)}
+    # byte-code is cached as a user's Python caches it (written at first import, as under make), whatever this shell
+    # says: with PYTHONDONTWRITEBYTECODE every run would compile torch from source
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     finished = subprocess.run(

@@ -27,8 +27,15 @@ def pytest_sessionfinish(session, exitstatus):
         shutil.rmtree(os.environ[SESSION_CACHE], ignore_errors=True)
 
 
+# The longest tests (a minute or two each: the README's command groups train real runs), run first: xdist's workers
+# start on them and share the short ones that follow, where, collected last, they ran alone at the end while the
+# other core idled.
+LONGEST_FIRST = ("tests/test_readme.py::test_every_readme_command_runs[",)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``gpu`` skip, with the reason, where torch sees no CUDA device."""
+    """The longest tests first; tests marked ``gpu`` skip, with the reason, where torch sees no CUDA device."""
+    items.sort(key=lambda item: not item.nodeid.startswith(LONGEST_FIRST))  # stable: the order within each part kept
     gpu_tests = [item for item in items if "gpu" in item.keywords]
     if not gpu_tests:
         return
