@@ -36,9 +36,11 @@ reproduce: $(INSTALLED)
 params: $(INSTALLED)
 	$(VENV)/bin/xlstm-suite params
 
-# On every core (pytest-xdist; a worker takes the next test when it is free), the 15 slowest tests listed at the end.
+# On every core (pytest-xdist), the 15 slowest tests listed at the end. A worker takes the next two tests when it is
+# free (load, chunks of 2), the longest ones first (tests/conftest.py): worksteal handed each worker a contiguous half,
+# so the longest tests ran one after another on one worker.
 test: $(INSTALLED)
-	$(PYTHON) -m pytest -q -n auto --dist worksteal --durations=15
+	$(PYTHON) -m pytest -q -n auto --dist load --maxschedchunk 2 --durations=15
 
 # ruff's lint rules and its formatter (pyproject.toml), as CI runs them.
 lint: $(INSTALLED)
@@ -46,7 +48,7 @@ lint: $(INSTALLED)
 	$(VENV)/bin/ruff format --check .
 
 test-slow: $(INSTALLED)
-	$(PYTHON) -m pytest -q -n auto --dist worksteal -m slow
+	$(PYTHON) -m pytest -q -n auto --dist load --maxschedchunk 2 -m slow
 
 # The GPU suite (kernels against their torch references on CUDA, every model's training steps), in the environment
 # that holds the machine's CUDA torch and the suite (pip install -e ".[test,gpu]"; not .venv, whose torch is the CPU

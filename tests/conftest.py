@@ -27,9 +27,8 @@ def pytest_sessionfinish(session, exitstatus):
         shutil.rmtree(os.environ[SESSION_CACHE], ignore_errors=True)
 
 
-# The longest tests (a minute or two each: the README's command groups train real runs), run first: xdist's workers
-# start on them and share the short ones that follow, where, collected last, they ran alone at the end while the
-# other core idled.
+# The longest tests (a minute or two each: the README's command groups train real runs) run first, each worker
+# taking the next when it is free (make test): collected last, they ran alone at the end while the other core idled.
 LONGEST_FIRST = ("tests/test_readme.py::test_every_readme_command_runs[",)
 
 
