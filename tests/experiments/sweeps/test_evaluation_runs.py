@@ -123,7 +123,7 @@ def test_an_evaluation_run_waits_until_its_training_run_is_done_then_evaluates_i
     )
     assert (
         "4 evaluation runs wait for 2 training runs: make them with `xlstm-suite sweep recall-train --scale "
-        "smoke`" in output
+        "smoke --where model=llama`, then rerun this sweep" in output
     )
     assert not (root / "smoke" / "recall-longer").exists()  # neither run nor failed
 
