@@ -117,11 +117,25 @@ def starting_a_child() -> Iterator[None]:
         yield
         return
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with stops_held():
+            yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def stops_held() -> Iterator[None]:
+    """A stop signal inside (within stop_signals_raise) is held and raised as Stopped once the block has finished: for
+    work that an exception in its middle would spoil rather than stop (a checkpoint's write, whose file writer, cut
+    off, raises an error of its own in place of the stop). Nested uses hold until the outermost ends."""
+    if _HANDLING.deferring or not _HANDLING.installed or threading.current_thread() is not threading.main_thread():
+        yield
+        return
     _HANDLING.deferring = True
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
         _HANDLING.deferring = False
         deferred, _HANDLING.deferred = _HANDLING.deferred, None
         if deferred is not None and _HANDLING.stopped is None:

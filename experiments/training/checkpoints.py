@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from experiments.atomic import write_atomic
 from experiments.config.run_identity import computation_yaml
+from experiments.stop_signals import stops_held
 
 LAST = "last.ckpt"
 # Lightning's checkpoints at a SLURM requeue signal, in the run directory: written by attempts before the requeue
@@ -36,12 +37,15 @@ class AtomicCheckpointIO(TorchCheckpointIO):
     """Lightning writes a checkpoint to a file in the system's temporary directory and moves it into place: a copy,
     not an atomic rename, when that directory is on another filesystem than the run store (a cluster node's local
     /tmp), so a kill during the copy leaves a truncated file under the checkpoint's name. This one writes beside the
-    checkpoint and renames."""
+    checkpoint and renames. A stop signal during the write is raised once the checkpoint is in place: raised inside
+    torch.save, it turned into the zip writer's own error ("unexpected pos ..."), and the run was recorded as failed,
+    not stopped."""
 
     def save_checkpoint(self, checkpoint: dict, path, storage_options=None) -> None:
         if storage_options is not None:
             raise TypeError(f"storage_options={storage_options!r}: {type(self).__name__} writes local files only")
-        write_atomic(Path(path), lambda handle: torch.save(checkpoint, handle), binary=True)
+        with stops_held():
+            write_atomic(Path(path), lambda handle: torch.save(checkpoint, handle), binary=True)
 
 
 def resumed_config_yaml(config: DictConfig) -> str:

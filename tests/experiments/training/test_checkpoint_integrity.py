@@ -3,8 +3,10 @@ intact, so torch.load reads it) are found by the CRC-32 of its entry, named, and
 sound checkpoint (the best one), else from step 0, ending equal to an uninterrupted run; an evaluation refuses a
 damaged checkpoint of its training run."""
 
+import os
 import random
 import shutil
+import signal
 import struct
 import zipfile
 from pathlib import Path
@@ -13,9 +15,10 @@ import pytest
 import torch
 from omegaconf import open_dict
 
+from experiments.stop_signals import Stopped, stop_signals_raise
 from experiments.sweeps.run_execution import execute_run
 from experiments.sweeps.run_store import run_directory
-from experiments.training.checkpoints import checkpoint_damage
+from experiments.training.checkpoints import AtomicCheckpointIO, checkpoint_damage
 from experiments.training.train import FAIL_AFTER_STEPS_VARIABLE, TrainingRunMissing, training_checkpoint
 from tests.experiments.training.test_resume import PARITY, assert_equal_runs, planned
 
@@ -116,3 +119,21 @@ def test_an_evaluation_refuses_a_damaged_checkpoint_of_its_training_run(uninterr
         config.evaluate = {"artifact": RUN.artifact, "scale": RUN.scale, "run_id": RUN.run_id, "checkpoint": "best"}
     with pytest.raises(TrainingRunMissing, match=f"its checkpoint {best} is damaged: its entry .* CRC-32; remove"):
         training_checkpoint(config, tmp_path / "runs" / "adhoc" / "evaluation" / "0123456789ab")
+
+
+class SignalsWhenSaved:
+    """Pickled (by torch.save) as an empty dict, sending SIGTERM to this process on the way."""
+
+    def __reduce__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return dict, ()
+
+
+def test_a_stop_during_a_checkpoint_write_is_raised_once_the_checkpoint_is_in_place(tmp_path):
+    path = tmp_path / "last.ckpt"
+    checkpoint = {"before": torch.zeros(1000), "signal": SignalsWhenSaved(), "after": torch.ones(1000)}
+    with stop_signals_raise(), pytest.raises(Stopped, match="SIGTERM"):
+        AtomicCheckpointIO().save_checkpoint(checkpoint, path)
+    assert checkpoint_damage(path) is None
+    assert torch.load(path, weights_only=False)["after"].sum() == 1000  # the dict it pickled as is no weight
+    assert [file.name for file in tmp_path.iterdir()] == ["last.ckpt"]
