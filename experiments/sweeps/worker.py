@@ -1,7 +1,8 @@
-"""A local sweep's worker process (experiments.sweeps.local_launcher starts it by spawning): one run, its outcome
-sent back through a pipe. A module of its own so that a fresh worker imports only what a run needs (not the
+"""A local sweep's worker process (experiments.sweeps.local_launcher starts it, forked from a forkserver or spawned):
+one run, its outcome sent back through a pipe. A module of its own so that a fresh worker imports only what a run needs (not the
 launcher's progress display and its tables)."""
 
+import os
 import sys
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
@@ -15,9 +16,18 @@ from experiments.sweeps.run_store import run_directory
 
 
 def work(
-    sending: Connection, ready: Event, run: PlannedRun, root: Path, run_function: str, stale_after_seconds: float
+    sending: Connection,
+    ready: Event,
+    environment: dict[str, str],
+    run: PlannedRun,
+    root: Path,
+    run_function: str,
+    stale_after_seconds: float,
 ) -> None:
-    """A worker process: its run's outcome goes to the launcher; stopped by a signal, it exits with 128 + N."""
+    """A worker process: its run's outcome goes to the launcher; stopped by a signal, it exits with 128 + N. It runs
+    in ``environment``, the launcher's when it started this worker."""
+    os.environ.clear()
+    os.environ.update(environment)
     with stop_signals_raise():
         try:
             ready.set()

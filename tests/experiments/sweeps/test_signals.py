@@ -8,6 +8,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -186,3 +188,52 @@ def test_a_training_worker_stopped_by_sigterm_records_the_signal_not_exit_code_0
     output = finish(sweep)
     assert sweep.returncode == 1 and error_message(run_dir) == "stopped by SIGTERM", output
     assert not (run_dir / CLAIM_FILE).exists()
+
+
+def children(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def command_line(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+
+
+def lives(pid: int) -> bool:
+    """Running or sleeping: neither gone nor a zombie (a dead child not yet waited for)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.slow  # two workers that import Lightning and train
+def test_training_workers_stopped_with_their_group_record_the_signal_though_their_forkserver_got_it_too(tmp_path):
+    """Training workers fork from a forkserver (experiments.sweeps.local_launcher), whose exit statuses reach the sweep:
+    the server holds SIGTERM blocked and survives one (here alone, then to the whole group), so each worker still reads
+    as running until it has recorded its stop (with the server killed, it would read as exited with code 255)."""
+    sweep = start(
+        [
+            *SWEEP[:-1],
+            "trainer.max_steps=100000",
+            "trainer.val_every_steps=100000",
+            "+trainer.checkpoint_every_steps=1",
+            "trainer.num_threads=1",
+            "--root",
+            str(tmp_path),
+        ]
+    )
+    try:
+        wait_until(lambda: len(list(tmp_path.rglob("last.ckpt"))) == 2 or sweep.poll() is not None, timeout_seconds=300)
+        [server] = [pid for pid in children(sweep.pid) if "forkserver" in command_line(pid)]
+        os.kill(server, signal.SIGTERM)
+        time.sleep(1)
+        assert lives(server)
+        os.killpg(sweep.pid, signal.SIGTERM)
+        output = finish(sweep)
+    finally:
+        with suppress(ProcessLookupError):  # no process of the sweep trains on, whatever failed
+            os.killpg(sweep.pid, signal.SIGKILL)
+    assert sweep.returncode == 128 + signal.SIGTERM and "Traceback" not in output, output
+    assert [error_message(run_dir) for run_dir in run_dirs(tmp_path)] == ["stopped by SIGTERM"] * 2
+    assert list(tmp_path.rglob(CLAIM_FILE)) == []
