@@ -13,6 +13,9 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 RunFunction = Callable[[DictConfig, Path], dict[str, float]]  # (run config, run directory) -> result.json's metrics
+# What every run function imports first (torch, Lightning, the models, the tasks), by name: a local sweep's forkserver
+# imports it once, before it forks the workers (experiments.sweeps.local_launcher), which the sweep itself must not
+FIRST_IMPORTS = ["experiments.training.train"]
 
 
 def training() -> RunFunction:

@@ -23,6 +23,7 @@ imports an IDE follows; plug-ins are loaded from names given at run time, by tas
 """
 
 import ast
+import importlib.util
 import re
 from pathlib import Path
 
@@ -67,6 +68,9 @@ MODULE_PATH = re.compile(rf"^({'|'.join(REPOSITORY_PACKAGES)})(\.\w+)+(:\w+)?$|^
 # Module paths that experiments/ holds as strings on purpose, each with why.
 MODULE_PATHS_ON_PURPOSE = {
     ("experiments/sweeps/sweep.py", "experiments.sweeps.hydra_worker"): "the program a SLURM job runs (python -m)",
+    ("experiments/run_kinds.py", "experiments.training.train"): (
+        "what a local sweep's forkserver imports once for its workers (the sweep itself must not import torch)"
+    ),
 }
 # Where modules are imported by a name given at run time: the plug-ins, each with what it loads.
 DYNAMIC_IMPORTS = {
@@ -222,6 +226,12 @@ def test_no_module_path_in_a_string_of_experiments():
         if MODULE_PATH.match(text) and (relative(path), text) not in MODULE_PATHS_ON_PURPOSE
     ]
     assert not wrong, "\n".join(wrong) + "\nimport the module (a registry entry) instead of naming it"
+
+
+def test_each_module_named_on_purpose_exists():
+    """A name that no longer names a module fails late or silently (a forkserver skips a preload it cannot import)."""
+    missing = [name for _, name in MODULE_PATHS_ON_PURPOSE if importlib.util.find_spec(name) is None]
+    assert not missing, missing
 
 
 def test_modules_are_imported_by_name_only_where_plug_ins_are_loaded():

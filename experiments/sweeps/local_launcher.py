@@ -27,6 +27,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from experiments import run_kinds
 from experiments.config.artifacts import PlannedRun
 from experiments.stop_signals import Stopped, starting_a_child
 from experiments.sweeps.run_execution import DEFAULT_RUN_FUNCTION, record_failure
@@ -36,8 +37,6 @@ from experiments.sweeps.status import SweepProgress
 from experiments.sweeps.worker import work
 
 STOP_GRACE_SECONDS = 30.0  # a stopped worker's time to record its run (SLURM's KillWait is 30 s by default)
-# What a training or evaluation run imports first (torch, Lightning, the models): a forkserver imports it once
-TRAINING_IMPORTS = ["experiments.training.train"]
 
 
 @dataclass
@@ -80,15 +79,15 @@ def run_locally(
 
 
 def worker_context(run_function: str) -> BaseContext:
-    """How workers start. A training or evaluation run forks from a forkserver that imported TRAINING_IMPORTS once
-    (a spawned worker spent 8-11 s of a core here importing torch and Lightning before its run began; a forked one is
-    ready in 0.05 s). The server is a single-threaded process that ran no torch op, so a worker inherits no torch
-    threads, locks or CUDA state. Any other run function (a test's fake) gets a fresh interpreter: it imports only
-    what it needs."""
+    """How workers start. A training or evaluation run forks from a forkserver that imported run_kinds.FIRST_IMPORTS
+    once (a spawned worker spent 8-11 s of a core here importing torch and Lightning before its run began; a forked
+    one is ready in 0.05 s). The server is a single-threaded process that ran no torch op, so a worker inherits no
+    torch threads, locks or CUDA state (tests/gpu/test_gpu_sweep.py: workers train on CUDA). Any other run function (a
+    test's fake) gets a fresh interpreter: it imports only what it needs."""
     if run_function != DEFAULT_RUN_FUNCTION:
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(TRAINING_IMPORTS)  # read when this process starts its forkserver (once)
+    context.set_forkserver_preload(run_kinds.FIRST_IMPORTS)  # read when this process starts its forkserver (once)
     start_forkserver()
     return context
 

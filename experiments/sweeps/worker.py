@@ -1,6 +1,6 @@
 """A local sweep's worker process (experiments.sweeps.local_launcher starts it, forked from a forkserver or spawned):
-one run, its outcome sent back through a pipe. A module of its own so that a fresh worker imports only what a run needs (not the
-launcher's progress display and its tables)."""
+one run, its outcome sent back through a pipe. A module of its own so that a fresh worker imports only what a run
+needs (not the launcher's progress display and its tables)."""
 
 import os
 import sys
