@@ -97,6 +97,9 @@ def compose_unresolved(overrides: list[str]) -> DictConfig:
 def compose_train(overrides: list[str]) -> DictConfig:
     from hydra import compose, initialize_config_dir
 
+    from experiments.config.hydra_files import load_each_file_once
+
+    load_each_file_once()
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         return compose(config_name="train", overrides=[*search_path_overrides(), *overrides])
 
