@@ -13,6 +13,7 @@ from experiments.reports.paper_numbers import paper_numbers_of, printed_row
 from experiments.reports.paper_tables import paper_table
 from experiments.run_metrics import count_parameters
 from models.catalog import language_model_sizes
+from models.flops import SkipMetaFills
 from models.registry import build_language_model, build_language_model_from, known_language_models
 
 # Where the paper's description leaves the architecture open, what we chose and what remains open.
@@ -72,7 +73,7 @@ def parameter_table() -> pd.DataFrame:
     rows = []
     for name, sizes in known_language_models().items():
         for size in sizes:
-            with torch.device("meta"):
+            with torch.device("meta"), SkipMetaFills():
                 model = build_language_model(name, size)
             rows.append({"model": name, "size": size, "ours_m": round(count_parameters(model) / 1e6, 2)})
     table = pd.DataFrame(rows).merge(paper[["model", "size", "paper_m"]], on=["model", "size"], how="left")
@@ -102,7 +103,7 @@ def variant_table() -> pd.DataFrame:
                 and all(run.cell.get(key) == value for key, value in item["cell"].items())
             )
             model = run.config.model
-            with torch.device("meta"):
+            with torch.device("meta"), SkipMetaFills():
                 built = build_language_model_from(
                     model.name,
                     run.config.task.vocab_size,
