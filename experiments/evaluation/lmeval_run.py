@@ -31,7 +31,8 @@ VALIDATION_PERPLEXITY = "val/perplexity"
 
 def harness_tasks(settings: LmevalSettings):
     """The harness's task manager with ``task_dir`` added (``sample``: the offline stand-in's folder,
-    tasks.text.HarnessSample); ValueError naming each task it does not know."""
+    tasks.text.HarnessSample), or of ``task_dir`` alone where it holds every task; ValueError naming each task it
+    does not know."""
     try:
         from lm_eval.tasks import TaskManager
     except ImportError as error:
@@ -44,6 +45,10 @@ def harness_tasks(settings: LmevalSettings):
             f"evaluate.settings.task_dir={settings.task_dir!r} is not a folder (nor {sample.task_dir!r}, "
             "the offline stand-in)"
         )
+    if folder is not None:  # the harness's own index of its thousands of tasks takes 15 s to build here
+        manager = TaskManager(include_path=str(folder), include_defaults=False)
+        if set(settings.tasks) <= set(manager.all_tasks):
+            return manager
     manager = TaskManager(include_path=str(folder) if folder is not None else None)
     known = set(manager.all_tasks)
     unknown = [task for task in settings.tasks if task not in known]

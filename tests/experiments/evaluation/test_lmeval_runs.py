@@ -54,7 +54,7 @@ def harness_run(tmp_path_factory):
 
     model = tiny_model()
     harness = SuiteLanguageModel(model, "gpt2", context_length=4)
-    manager = TaskManager(include_path=str(lmeval_sample(tmp_path_factory.mktemp("tasks"))))
+    manager = TaskManager(include_path=str(lmeval_sample(tmp_path_factory.mktemp("tasks"))), include_defaults=False)
     results = lm_eval.simple_evaluate(
         model=harness, tasks=list(SAMPLE_TASKS), task_manager=manager, bootstrap_iters=0, log_samples=True
     )
@@ -257,6 +257,14 @@ def test_a_task_the_harness_does_not_know_is_named_before_any_compute(tmp_path):
         harness_tasks(LmevalSettings(tasks=["sample_choise"], task_dir=str(lmeval_sample(tmp_path))))
     with pytest.raises(ValueError, match="task_dir='/no/such/folder' is not a folder"):
         harness_tasks(LmevalSettings(task_dir="/no/such/folder"))
+
+
+def test_tasks_all_in_the_task_folder_need_not_the_harness_s_own_index(tmp_path):
+    from experiments.config.evaluation_kinds import LmevalSettings
+    from experiments.evaluation.lmeval_run import harness_tasks
+
+    manager = harness_tasks(LmevalSettings(tasks=list(SAMPLE_TASKS), task_dir=str(lmeval_sample(tmp_path))))
+    assert set(SAMPLE_TASKS) <= set(manager.all_tasks) and "hellaswag" not in manager.all_tasks
 
 
 @pytest.mark.slow  # trains the four smoke runs of temp_sclaw300B, then runs the harness on the stand-in tasks
