@@ -53,6 +53,8 @@ def run_locally(
     runs: list[PlannedRun], root: Path, run_function: str, jobs: int, stale_after_seconds: float, console: Console
 ) -> list[tuple[PlannedRun, RunOutcome]]:
     """Run every run in a process of its own, at most ``jobs`` at once; the outcomes in finishing order."""
+    if not runs:
+        return []  # no forkserver started for nothing (it would hold this command's output open while it imports)
     waiting = deque(runs)
     workers: list[Worker] = []
     outcomes: list[tuple[PlannedRun, RunOutcome]] = []

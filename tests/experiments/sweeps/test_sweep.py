@@ -340,3 +340,15 @@ def test_a_bad_where_is_named_before_anything_runs(tmp_path, where, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[")):
         run_sweep(artifact, "smoke", overrides=[NO_TORCH], run_function=RECORD_RUN, root=tmp_path / "runs", where=where)
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_local_launcher_with_no_run_to_run_starts_no_process(monkeypatch):
+    """A sweep whose runs are all done starts no forkserver: it would import training for nothing, and hold the
+    command's output open while it does (a rerun of a finished smoke sweep took 12.6 s, not 1.3 s)."""
+    from experiments.sweeps import local_launcher
+
+    def no_process(run_function):
+        raise AssertionError("a worker context was made for no run")
+
+    monkeypatch.setattr(local_launcher, "worker_context", no_process)
+    assert local_launcher.run_locally([], Path("runs"), "training", 2, 60.0, captured_console()) == []
