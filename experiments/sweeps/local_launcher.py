@@ -29,7 +29,7 @@ from rich.console import Console
 
 from experiments import run_kinds
 from experiments.config.artifacts import PlannedRun
-from experiments.stop_signals import Stopped, starting_a_child
+from experiments.stop_signals import STOP_SIGNALS, Stopped, starting_a_child
 from experiments.sweeps.run_execution import DEFAULT_RUN_FUNCTION, record_failure
 from experiments.sweeps.run_outcome import RunOutcome
 from experiments.sweeps.run_store import finished_result, run_directory
@@ -90,28 +90,33 @@ def worker_context(run_function: str) -> BaseContext:
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(run_kinds.FIRST_IMPORTS)  # read when this process starts its forkserver (once)
-    start_forkserver()
+    start_forkserver(context)
     return context
 
 
-def start_forkserver() -> None:
-    """Start this process's forkserver, if it is not running, with SIGTERM ignored: in it, and so in each worker it
-    forks until the worker installs its own handlers (worker.work), as with SIGINT (which the forkserver ignores
-    itself; SIG_IGN is the one disposition that survives exec, a blocked mask does not). The server must outlive a
-    SIGTERM to the process group: the workers' exit statuses reach this process through it, and with it gone each
-    worker would read as exited (code 255) while it still records its stop. A SIGTERM to this process meanwhile is
-    held (blocked, Linux keeps a blocked signal pending whatever its disposition), then raised."""
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+def start_forkserver(context: BaseContext) -> None:
+    """Start this process's forkserver, if it is not running, and wait until it has imported its preload. It starts
+    with SIGTERM and SIGINT ignored (SIG_IGN is the one disposition that survives exec), in it and so in each worker
+    it forks until the worker installs its own handlers (worker.work). The server must outlive a stop signal to the
+    process group: the workers' exit statuses reach this process through it (with it gone, each worker would read as
+    exited while it still records its stop), and a Ctrl-C during its imports ended it with a KeyboardInterrupt. A
+    stop signal to this process while the server starts is held (blocked: Linux keeps a blocked signal pending
+    whatever its disposition), then raised; one while it imports is raised at once (not inside starting_a_child,
+    which would hold it for those seconds)."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
-        if signal.SIGTERM in signal.sigpending():
-            return  # a stop before the server started: raised as the mask is restored
-        handler = signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        try:
-            forkserver.ensure_running()
-        finally:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
+        if not set(STOP_SIGNALS) & signal.sigpending():  # else raised as the mask is restored
+            handlers = {signum: signal.signal(signum, signal.SIG_IGN) for signum in STOP_SIGNALS}
+            try:
+                forkserver.ensure_running()
+            finally:
+                for signum, handler in handlers.items():
+                    signal.signal(signum, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    probe = context.Process(target=int)  # forked once the server has imported its preload
+    probe.start()
+    probe.join()
 
 
 def start_worker(context: BaseContext, run: PlannedRun, arguments: tuple, workers: list[Worker]) -> None:

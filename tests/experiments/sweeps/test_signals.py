@@ -237,3 +237,24 @@ def test_training_workers_stopped_with_their_group_record_the_signal_though_thei
     assert sweep.returncode == 128 + signal.SIGTERM and "Traceback" not in output, output
     assert [error_message(run_dir) for run_dir in run_dirs(tmp_path)] == ["stopped by SIGTERM"] * 2
     assert list(tmp_path.rglob(CLAIM_FILE)) == []
+
+
+@pytest.mark.slow  # a forkserver that imports Lightning
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_sweep_stopped_while_its_forkserver_imports_training_stops_at_once(tmp_path, signum):
+    """A Ctrl-C to the group in the seconds the forkserver imports training ended the server with a KeyboardInterrupt
+    and the sweep with an EOFError traceback; held while the first worker started, it went unnoticed for those
+    seconds. Now the server ignores it, and the sweep stops at once."""
+    sweep = start([*SWEEP[:-1], "trainer.max_steps=100000", "trainer.num_threads=1", "--root", str(tmp_path)])
+    try:
+        wait_until(lambda: any("forkserver" in command_line(pid) for pid in children(sweep.pid)), timeout_seconds=60)
+        os.killpg(sweep.pid, signum)
+        stopped = time.monotonic()
+        sweep.wait(timeout=30)
+        assert time.monotonic() - stopped < 5  # the server's imports take 8-11 s here
+        output = finish(sweep)
+    finally:
+        with suppress(ProcessLookupError):
+            os.killpg(sweep.pid, signal.SIGKILL)
+    assert sweep.returncode == 128 + signum and "Traceback" not in output, output
+    assert f"stopped by {signal.Signals(signum).name}" in output and run_dirs(tmp_path) == []
