@@ -84,8 +84,8 @@ def worker_context(run_function: str) -> BaseContext:
     """How workers start. A training or evaluation run forks from a forkserver that imported run_kinds.FIRST_IMPORTS
     once (a spawned worker spent 8-11 s of a core here importing torch and Lightning before its run began; a forked
     one is ready in 0.05 s). The server is a single-threaded process that ran no torch op, so a worker inherits no
-    torch threads, locks or CUDA state (tests/gpu/test_gpu_sweep.py: workers train on CUDA). Any other run function (a
-    test's fake) gets a fresh interpreter: it imports only what it needs."""
+    torch threads or locks; that importing training leaves no CUDA state to inherit is what tests/gpu/test_gpu_sweep.py
+    checks on a GPU. Any other run function (a test's fake) gets a fresh interpreter: it imports only what it needs."""
     if run_function != DEFAULT_RUN_FUNCTION:
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")

@@ -5,7 +5,6 @@ on them is checked. The measurements themselves run on a lent GPU (benchmarks/gp
 
 import math
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -17,6 +16,7 @@ from benchmarks.gpu_throughput import Device, StepSetting
 from benchmarks.gpu_training_step import measure, micro_batches, timed_steps
 from models.flops import flops_per_token
 from models.registry import build_language_model_from, known_language_models
+from tests.processes import running
 
 VOCAB = 64
 H200 = Device("NVIDIA H200", 989.0, "2.11.0")
@@ -98,12 +98,6 @@ def ends_within(pid: int, seconds: float) -> bool:
     while running(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     return not running(pid)
-
-
-def running(pid: int) -> bool:
-    """Whether process ``pid`` exists and has not ended (a zombie that no one reaped has ended)."""
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def test_llama_runs_first_then_every_language_model_at_its_smallest_preset():

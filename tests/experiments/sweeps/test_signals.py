@@ -17,6 +17,7 @@ import pytest
 from experiments.paths import REPOSITORY_ROOT
 from experiments.sweeps.claims import CLAIM_FILE, process_is_running
 from tests.experiments.sweeps.test_sweep import NO_TORCH, is_done, run_dirs, wait_until
+from tests.processes import running
 from tests.sweep_fakes import EXECUTIONS, HELD_RUN, HOLD, count_lines
 
 # two runs of the fixture's grid (xlstm_0_1 on parity and on even_pairs), both in flight at once
@@ -173,10 +174,7 @@ def test_a_training_worker_stopped_by_sigterm_records_the_signal_not_exit_code_0
             "model=xlstm_1_0",
             "--where",
             "task=parity",
-            "trainer.max_steps=100000",
-            "trainer.val_every_steps=100000",
-            "+trainer.checkpoint_every_steps=1",
-            "trainer.num_threads=1",
+            *UNTIL_STOPPED,
             "--root",
             str(tmp_path),
         ]
@@ -190,6 +188,15 @@ def test_a_training_worker_stopped_by_sigterm_records_the_signal_not_exit_code_0
     assert not (run_dir / CLAIM_FILE).exists()
 
 
+# a training run that goes on until it is stopped, with a checkpoint at every step
+UNTIL_STOPPED = [
+    "trainer.max_steps=100000",
+    "trainer.val_every_steps=100000",
+    "+trainer.checkpoint_every_steps=1",
+    "trainer.num_threads=1",
+]
+
+
 def children(pid: int) -> list[int]:
     return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
@@ -198,37 +205,18 @@ def command_line(pid: int) -> str:
     return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
 
 
-def lives(pid: int) -> bool:
-    """Running or sleeping: neither gone nor a zombie (a dead child not yet waited for)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state not in ("Z", "X")
-
-
 @pytest.mark.slow  # two workers that import Lightning and train
 def test_training_workers_stopped_with_their_group_record_the_signal_though_their_forkserver_got_it_too(tmp_path):
     """Training workers fork from a forkserver (experiments.sweeps.local_launcher), whose exit statuses reach the sweep:
-    the server holds SIGTERM blocked and survives one (here alone, then to the whole group), so each worker still reads
-    as running until it has recorded its stop (with the server killed, it would read as exited with code 255)."""
-    sweep = start(
-        [
-            *SWEEP[:-1],
-            "trainer.max_steps=100000",
-            "trainer.val_every_steps=100000",
-            "+trainer.checkpoint_every_steps=1",
-            "trainer.num_threads=1",
-            "--root",
-            str(tmp_path),
-        ]
-    )
+    the server ignores SIGTERM and survives one (here alone, then to the whole group), so each worker still reads as
+    running until it has recorded its stop (with the server killed, it would read as exited with code 255)."""
+    sweep = start([*SWEEP[:-1], *UNTIL_STOPPED, "--root", str(tmp_path)])
     try:
         wait_until(lambda: len(list(tmp_path.rglob("last.ckpt"))) == 2 or sweep.poll() is not None, timeout_seconds=300)
         [server] = [pid for pid in children(sweep.pid) if "forkserver" in command_line(pid)]
         os.kill(server, signal.SIGTERM)
         time.sleep(1)
-        assert lives(server)
+        assert running(server)
         os.killpg(sweep.pid, signal.SIGTERM)
         output = finish(sweep)
     finally:
@@ -245,7 +233,7 @@ def test_a_sweep_stopped_while_its_forkserver_imports_training_stops_at_once(tmp
     """A Ctrl-C to the group in the seconds the forkserver imports training ended the server with a KeyboardInterrupt
     and the sweep with an EOFError traceback; held while the first worker started, it went unnoticed for those
     seconds. Now the server ignores it, and the sweep stops at once."""
-    sweep = start([*SWEEP[:-1], "trainer.max_steps=100000", "trainer.num_threads=1", "--root", str(tmp_path)])
+    sweep = start([*SWEEP[:-1], *UNTIL_STOPPED, "--root", str(tmp_path)])
     try:
         wait_until(lambda: any("forkserver" in command_line(pid) for pid in children(sweep.pid)), timeout_seconds=60)
         os.killpg(sweep.pid, signum)
