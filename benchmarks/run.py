@@ -8,7 +8,8 @@ the ratio (> 1: ours better; time and memory: peer / ours, rates: ours / peer) a
 the target ratio and whether it is met. Results also go to results/reports/benchmarks.csv, one row per comparison
 with its section: a run of some sections (--only) replaces only their rows. Section ``cli`` times the everyday
 commands (`list`, `report --help`, every artifact's paper dry run) in fresh processes, cold and warm, against issue
-34's budgets (benchmarks.cli_commands).
+34's budgets (benchmarks.cli_commands); section ``allocator`` a language model's training step with tcmalloc against
+glibc's malloc, each in fresh processes (benchmarks.worker_allocator).
 
 The GPU sections run only when named and need a CUDA device: ``gpu`` (every language model's training throughput,
 MFU and memory against Llama: benchmarks.gpu_throughput, results/reports/gpu_throughput.csv) and ``gpu_xlstm`` (the
@@ -35,12 +36,13 @@ from benchmarks import (
     model_benchmarks,
     mqar_generation,
     store_reading,
+    worker_allocator,
 )
 from benchmarks.timing import interleaved_medians
 from experiments.atomic import write_text_atomic
 from experiments.paths import REPORTS
 
-SECTIONS = ("mlstm", "memory", "slstm", "training", "generation", "mqar", "lm", "store", "cli")
+SECTIONS = ("mlstm", "memory", "slstm", "training", "generation", "mqar", "lm", "store", "cli", "allocator")
 GPU_SECTIONS = ("gpu", "gpu_xlstm")  # run only when named (--only), on a CUDA device
 GPU_BUDGET_SECONDS = {"gpu": 600.0, "gpu_xlstm": 600.0}  # each section's default time budget
 
@@ -82,6 +84,8 @@ def comparisons(
         return store_reading.comparisons(10 if quick else 100, repeats)
     if section == "cli":
         return cli_commands.comparisons(min(repeats, 3))
+    if section == "allocator":
+        return worker_allocator.comparisons(turns=1 if quick else 2)
     return model_benchmarks.generation_comparisons(128 if quick else 1024, repeats)
 
 

@@ -1,5 +1,6 @@
 """Processes as tests see them through /proc (Linux)."""
 
+import sys
 from pathlib import Path
 
 
@@ -10,3 +11,8 @@ def running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state not in ("Z", "X")
+
+
+def exit_with_tcmalloc_mapped() -> None:
+    """A process's target: exit 0 where this process has tcmalloc mapped, 1 where it has not."""
+    sys.exit(0 if "tcmalloc" in Path("/proc/self/maps").read_text() else 1)

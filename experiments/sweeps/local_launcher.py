@@ -16,6 +16,8 @@ import os
 import signal
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from multiprocessing import forkserver
@@ -35,6 +37,7 @@ from experiments.sweeps.run_outcome import RunOutcome
 from experiments.sweeps.run_store import finished_result, run_directory
 from experiments.sweeps.status import SweepProgress
 from experiments.sweeps.worker import work
+from experiments.sweeps.worker_allocator import worker_environment
 
 STOP_GRACE_SECONDS = 30.0  # a stopped worker's time to record its run (SLURM's KillWait is 30 s by default)
 
@@ -50,9 +53,16 @@ class Worker:
 
 
 def run_locally(
-    runs: list[PlannedRun], root: Path, run_function: str, jobs: int, stale_after_seconds: float, console: Console
+    runs: list[PlannedRun],
+    root: Path,
+    run_function: str,
+    jobs: int,
+    stale_after_seconds: float,
+    console: Console,
+    allocator: str = "system",
 ) -> list[tuple[PlannedRun, RunOutcome]]:
-    """Run every run in a process of its own, at most ``jobs`` at once; the outcomes in finishing order."""
+    """Run every run in a process of its own, at most ``jobs`` at once; the outcomes in finishing order. Training and
+    evaluation workers use ``allocator`` (experiments.sweeps.worker_allocator)."""
     if not runs:
         return []  # no forkserver started for nothing (it would hold this command's output open while it imports)
     waiting = deque(runs)
@@ -60,7 +70,7 @@ def run_locally(
     outcomes: list[tuple[PlannedRun, RunOutcome]] = []
     with SweepProgress(len(runs), console) as progress:
         try:
-            context = worker_context(run_function)
+            context = worker_context(run_function, allocator, console)
             while waiting or workers:
                 while waiting and len(workers) < jobs and not any(outcome.stops_the_sweep for _, outcome in outcomes):
                     start_worker(context, waiting.popleft(), (root, run_function, stale_after_seconds), workers)
@@ -80,21 +90,26 @@ def run_locally(
     return outcomes
 
 
-def worker_context(run_function: str) -> BaseContext:
+def worker_context(run_function: str, allocator: str = "system", console: Console | None = None) -> BaseContext:
     """How workers start. A training or evaluation run forks from a forkserver that imported run_kinds.FIRST_IMPORTS
     once (a spawned worker spent 8-11 s of a core here importing torch and Lightning before its run began; a forked
     one is ready in 0.05 s). The server is a single-threaded process that ran no torch op, so a worker inherits no
     torch threads or locks; that importing training leaves no CUDA state to inherit is what tests/gpu/test_gpu_sweep.py
-    checks on a GPU. Any other run function (a test's fake) gets a fresh interpreter: it imports only what it needs."""
+    checks on a GPU. The server starts with ``allocator``'s variables (tcmalloc preloaded: every worker it forks has
+    it); a server this process started before keeps its own. Any other run function (a test's fake) gets a fresh
+    interpreter: it imports only what it needs."""
     if run_function != DEFAULT_RUN_FUNCTION:
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(run_kinds.FIRST_IMPORTS)  # read when this process starts its forkserver (once)
-    start_forkserver(context)
+    environment, note = worker_environment(allocator)
+    if note and console is not None:
+        console.print(note, highlight=False)
+    start_forkserver(context, environment)
     return context
 
 
-def start_forkserver(context: BaseContext) -> None:
+def start_forkserver(context: BaseContext, environment: dict[str, str] | None = None) -> None:
     """Start this process's forkserver, if it is not running, and wait until it has imported its preload. It starts
     with SIGTERM and SIGINT ignored (SIG_IGN is the one disposition that survives exec), in it and so in each worker
     it forks until the worker installs its own handlers (worker.work). The server must outlive a stop signal to the
@@ -102,13 +117,15 @@ def start_forkserver(context: BaseContext) -> None:
     exited while it still records its stop), and a Ctrl-C during its imports ended it with a KeyboardInterrupt. A
     stop signal to this process while the server starts is held (blocked: Linux keeps a blocked signal pending
     whatever its disposition), then raised; one while it imports is raised at once (not inside starting_a_child,
-    which would hold it for those seconds)."""
+    which would hold it for those seconds). ``environment``: variables the server starts with (this process's own
+    are as they were after)."""
     held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         if not set(STOP_SIGNALS) & signal.sigpending():  # else raised as the mask is restored
             handlers = {signum: signal.signal(signum, signal.SIG_IGN) for signum in STOP_SIGNALS}
             try:
-                forkserver.ensure_running()
+                with variables_set(environment or {}):
+                    forkserver.ensure_running()
             finally:
                 for signum, handler in handlers.items():
                     signal.signal(signum, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
@@ -117,6 +134,21 @@ def start_forkserver(context: BaseContext) -> None:
     probe = context.Process(target=int)  # forked once the server has imported its preload
     probe.start()
     probe.join()
+
+
+@contextmanager
+def variables_set(variables: dict[str, str]) -> Iterator[None]:
+    """This process's environment with ``variables`` set, as it was after."""
+    before = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def start_worker(context: BaseContext, run: PlannedRun, arguments: tuple, workers: list[Worker]) -> None:

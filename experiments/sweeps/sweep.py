@@ -55,6 +55,7 @@ from experiments.sweeps.slurm_sweep import (
 )
 from experiments.sweeps.status import print_plan, print_summary
 from experiments.sweeps.training_runs import training_run_problem, training_sweep_command
+from experiments.sweeps.worker_allocator import chosen_allocator
 
 HYDRA_LAUNCHERS = {"SlurmLauncher": "submitit_slurm", "LocalLauncher": "submitit_local"}
 LAUNCHER_OVERRIDE = "hydra.launcher."
@@ -167,6 +168,7 @@ def plan_and_run(
     hydra_launcher = launcher_config.get("hydra_launcher")
     jobs = check_jobs(jobs if jobs is not None else launcher_config.get("jobs", 1), console)
     check_run_function(run_function)
+    allocator = chosen_allocator()
     root = Path(root).resolve()
     subset = parse_where(where)
     runs = artifact.runs(scale, overrides)
@@ -213,7 +215,7 @@ def plan_and_run(
         if hydra_launcher is not None:
             outcomes = run_with_submitit(batch, hydra_launcher, root, run_function, stale_after_seconds, console)
         else:
-            outcomes = run_locally(batch, root, run_function, jobs, stale_after_seconds, console)
+            outcomes = run_locally(batch, root, run_function, jobs, stale_after_seconds, console, allocator)
         return outcomes + queued_outcomes(queued_jobs, root)  # SLURM's to run: this launcher does not wait for them
 
     outcomes = launch(pending, list(queued.values()))
