@@ -29,16 +29,10 @@ class Paloma:
 
 
 @dataclass(frozen=True)
-class HarnessSample:
-    """An offline stand-in for the LM Evaluation Harness's downstream tasks, in its task format."""
-
-    task_dir: str  # the ``task_dir`` setting that names it
-    folder: Callable[[], Path]  # its folder of task YAMLs and data, written on first use
-
-
-@dataclass(frozen=True)
 class Text:
     tokenizer: Callable[[str], Any]  # name -> the tokenizer's facts (``vocabulary``, ``end_of_text``)
     encoding: Callable[[str], Any]  # name -> its encoder (``encode_ordinary``, ``decode``)
     paloma: Paloma
-    harness_sample: HarnessSample
+    # offline stand-ins for the LM Evaluation Harness's downstream tasks, in its task format: the ``task_dir`` setting
+    # that names each -> its folder of task YAMLs and data, written on first use
+    harness_stand_ins: Mapping[str, Callable[[], Path]]

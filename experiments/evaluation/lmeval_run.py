@@ -30,20 +30,20 @@ VALIDATION_PERPLEXITY = "val/perplexity"
 
 
 def harness_tasks(settings: LmevalSettings):
-    """The harness's task manager with ``task_dir`` added (``sample``: the offline stand-in's folder,
-    tasks.text.HarnessSample), or of ``task_dir`` alone where it holds every task; ValueError naming each task it
+    """The harness's task manager with ``task_dir`` added (``sample`` or ``offline``: an offline stand-in's folder,
+    tasks.text.Text.harness_stand_ins), or of ``task_dir`` alone where it holds every task; ValueError naming each task it
     does not know."""
     try:
         from lm_eval.tasks import TaskManager
     except ImportError as error:
         needed = "the lmeval evaluation needs the LM Evaluation Harness: pip install -e '.[lmeval]'"
         raise ImportError(needed) from error
-    sample = TEXT.harness_sample
-    folder = sample.folder() if settings.task_dir == sample.task_dir else settings.task_dir
+    stand_ins = TEXT.harness_stand_ins
+    folder = stand_ins[settings.task_dir]() if settings.task_dir in stand_ins else settings.task_dir
     if folder is not None and not Path(folder).is_dir():
         raise ValueError(
-            f"evaluate.settings.task_dir={settings.task_dir!r} is not a folder (nor {sample.task_dir!r}, "
-            "the offline stand-in)"
+            f"evaluate.settings.task_dir={settings.task_dir!r} is not a folder (nor one of {list(stand_ins)}, "
+            "the offline stand-ins)"
         )
     if folder is not None:  # the harness's own index of its thousands of tasks takes 15 s to build here
         manager = TaskManager(include_path=str(folder), include_defaults=False)

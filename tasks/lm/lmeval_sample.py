@@ -8,6 +8,7 @@ absolute path, so they are written where they are read)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from tasks.data_cache import DEFAULT_FOLDER, cache_folder
@@ -29,7 +30,7 @@ CLOZE_PASSAGES = [
     {"text": "Let me not to the marriage of true minds admit impediments. Love is not love"},
 ]
 
-CHOICE_YAML = """task: sample_choice
+CHOICE_YAML = """task: {task}
 dataset_path: json
 dataset_kwargs:
   data_files:
@@ -43,7 +44,7 @@ metric_list:
   - {{metric: acc, aggregation: mean, higher_is_better: true}}
   - {{metric: acc_norm, aggregation: mean, higher_is_better: true}}
 """
-CLOZE_YAML = """task: sample_cloze
+CLOZE_YAML = """task: {task}
 dataset_path: json
 dataset_kwargs:
   data_files:
@@ -58,16 +59,25 @@ metric_list:
 """
 
 
-def lmeval_sample(folder: Path | None = None) -> Path:
-    """The stand-in's task folder, written first where it is missing."""
-    root = Path(folder or (cache_folder() or DEFAULT_FOLDER) / "lmeval-sample").resolve()
-    for name, template, records in (
-        ("sample_choice", CHOICE_YAML, CHOICE_QUESTIONS),
-        ("sample_cloze", CLOZE_YAML, CLOZE_PASSAGES),
-    ):
+def write_tasks(root: Path, tasks: dict[str, tuple[str, Callable[[], list[dict]]]]) -> Path:
+    """``root`` (resolved) with each task's data (``<name>.jsonl``) and YAML (``<name>.yaml``, from its template),
+    written where missing; ``tasks``: name -> (template, its records, made only where its data is missing)."""
+    root = root.resolve()
+    for name, (template, records) in tasks.items():
         data, task = root / f"{name}.jsonl", root / f"{name}.yaml"
         if not data.exists():
-            write_whole(data, "".join(json.dumps(record, sort_keys=True) + "\n" for record in records).encode())
+            write_whole(data, "".join(json.dumps(record, sort_keys=True) + "\n" for record in records()).encode())
         if not task.exists():
-            write_whole(task, template.format(data=data).encode())
+            write_whole(task, template.format(task=name, data=data).encode())
     return root
+
+
+def lmeval_sample(folder: Path | None = None) -> Path:
+    """The stand-in's task folder, written first where it is missing."""
+    return write_tasks(
+        Path(folder or (cache_folder() or DEFAULT_FOLDER) / "lmeval-sample"),
+        {
+            "sample_choice": (CHOICE_YAML, lambda: CHOICE_QUESTIONS),
+            "sample_cloze": (CLOZE_YAML, lambda: CLOZE_PASSAGES),
+        },
+    )

@@ -1,6 +1,6 @@
 """What the language-modelling family gives the suite's language-model evaluations (tasks.text, registered as
 tasks.registry.TEXT and as the family's validation sequences): GPT-2's tokenizer, PALOMA's documents and scoring
-windows, the harness's offline sample, and a task's validation sequences at any context length. Torch-free until
+windows, the harness's offline stand-ins (a tiny sample and items of the offline corpus's test documents), and a task's validation sequences at any context length. Torch-free until
 validation sequences are asked for."""
 
 from collections.abc import Iterator, Sequence
@@ -9,12 +9,13 @@ from dataclasses import replace
 import numpy as np
 
 from tasks.lm.config import LMTaskConfig
+from tasks.lm.lmeval_offline import OFFLINE_TASK_DIR, lmeval_offline
 from tasks.lm.lmeval_sample import SAMPLE_TASK_DIR, lmeval_sample
 from tasks.lm.paloma import HUB_ID, SOURCES, SPLITS, PalomaDocument, read_documents
 from tasks.lm.paloma_sample import SAMPLE_LOCATION, paloma_sample
 from tasks.lm.paloma_windows import WindowBatch, tokenize, window_batches
 from tasks.lm.tokenizer import encoding, tokenizer
-from tasks.text import HarnessSample, Paloma, Text
+from tasks.text import Paloma, Text
 
 
 def paloma_documents(location: str, split: str, sources: Sequence[str]) -> list[PalomaDocument]:
@@ -47,5 +48,5 @@ TEXT = Text(
     tokenizer=tokenizer,
     encoding=encoding,
     paloma=Paloma(HUB_ID, SPLITS, SOURCES, SAMPLE_LOCATION, paloma_documents, paloma_windows),
-    harness_sample=HarnessSample(SAMPLE_TASK_DIR, lmeval_sample),
+    harness_stand_ins={SAMPLE_TASK_DIR: lmeval_sample, OFFLINE_TASK_DIR: lmeval_offline},
 )
