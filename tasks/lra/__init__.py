@@ -2,8 +2,9 @@
 Retrieval (AAN), Image (CIFAR-10, grey and RGB) and Pathfinder-32, each one class per sequence.
 
 Readers take the release's files (listops_reader, retrieval_reader, cifar_reader, pathfinder_reader) and raise
-ReleaseFormatError naming the file and line on malformed input; generators (listops_generator, pathfinder_generator)
-let ListOps and Pathfinder run without the release; sets lays samples out as batches; data serves them to
+ReleaseFormatError naming the file and line on malformed input; generators (listops_generator, pathfinder_generator,
+and retrieval_generator, pairs of windows of the offline corpus's documents) let ListOps, Pathfinder and Retrieval
+run without the release; sets lays samples out as batches; data serves them to
 Lightning; the *_config modules are the torch-free schemas of the task configs.
 """
 

@@ -15,12 +15,13 @@ import numpy as np
 
 from tasks.data_cache import cached_arrays
 from tasks.fixed_sets import TEST_STREAM, TRAIN_STREAM, VALIDATION_STREAM, FixedSet, FixedSetsDataModule
-from tasks.lra import listops_generator, pathfinder_generator
+from tasks.lm.corpus import corpus_fingerprint
+from tasks.lra import listops_generator, pathfinder_generator, retrieval_generator
 from tasks.lra.cifar_reader import TEST_FILES, TRAIN_FILES, grey, read_cifar
 from tasks.lra.listops_reader import read_listops_split
 from tasks.lra.pathfinder_reader import read_pathfinder
 from tasks.lra.retrieval_reader import read_retrieval_split
-from tasks.lra.sets import PixelSequenceSet, RaggedTokens, TokenSequenceSet
+from tasks.lra.sets import PixelSequenceSet, RaggedTokens, TokenPairSet, TokenSequenceSet
 from tasks.lra.source import GENERATED, release_folder
 
 SPLITS = {TRAIN_STREAM: "train", VALIDATION_STREAM: "val", TEST_STREAM: "test"}
@@ -114,6 +115,30 @@ def pathfinder_generated_set(config, stream: int, samples: int) -> PixelSequence
     return PixelSequenceSet(arrays["images"].reshape(samples, -1, 1), arrays["labels"], *PATHFINDER_NORMALISATION)
 
 
+def retrieval_generated_set(config, stream: int) -> TokenPairSet:
+    """The generated pairs of ``stream``: windows of its split's documents (tasks.lra.retrieval_generator)."""
+    split, length = SPLITS[stream], config.max_length
+    samples = getattr(config, f"{split}_samples")
+
+    def draw() -> dict[str, np.ndarray]:
+        documents = retrieval_generator.split_documents(split, length)
+        pairs, labels = retrieval_generator.generate(
+            documents, samples, np.random.default_rng([config.data_seed, stream]), length
+        )
+        return {"pairs": pairs, "labels": labels}
+
+    key = {"task": "lra_retrieval", "version": GENERATOR_VERSION, "length": length, "samples": samples}
+    key |= {"seed": [config.data_seed, stream], "corpus": corpus_fingerprint("offline:docs", "train")}
+    arrays = cached_arrays("lra_retrieval", key, draw)
+    pairs = arrays["pairs"]  # (N, 2, length)
+    offsets = np.arange(0, pairs.shape[0] * length + 1, length, dtype=np.int64)  # (N + 1,)
+    return TokenPairSet(
+        RaggedTokens(np.ascontiguousarray(pairs[:, 0]).reshape(-1), offsets),
+        RaggedTokens(np.ascontiguousarray(pairs[:, 1]).reshape(-1), offsets),
+        arrays["labels"],
+    )
+
+
 class ListOpsDataModule(FixedSetsDataModule):
     """Batches: inputs (B, S) int64 tokens padded with 0; targets (B, S) the value 0-9 at the sequence's positions,
     IGNORE_INDEX at its padding."""
@@ -127,6 +152,8 @@ class RetrievalDataModule(FixedSetsDataModule):
     label at each document's positions, IGNORE_INDEX at its padding."""
 
     def stream_set(self, stream: int) -> FixedSet:
+        if self.config.source == GENERATED:
+            return retrieval_generated_set(self.config, stream)
         return read_retrieval_split(release_folder(self.config.source), SPLITS[stream], self.config.max_length)
 
 

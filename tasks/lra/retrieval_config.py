@@ -3,24 +3,23 @@
 from dataclasses import dataclass, field
 from typing import Literal
 
-from tasks.lra.source import source_problems
+from tasks.lra.source import GeneratedSetsFields, source_problems
 from tasks.spec import TaskSpec
 
 VOCABULARY_SIZE = 257  # padding and the 256 byte values
 
 
 @dataclass
-class RetrievalTaskConfig:
+class RetrievalTaskConfig(GeneratedSetsFields):
     """Pairs of AAN documents, byte-level, each cut to ``max_length`` bytes (the LRA: 4,000), labelled 1 when they
-    are linked by a citation; from ``source``, the release folder tsv_data (there is no generator: the task is about
-    real text). The train_samples, val_samples and test_samples of the other families do not apply."""
+    are linked by a citation, from ``source``, the release folder tsv_data; or generated, the stand-in of the offline
+    corpus (tasks.lra.retrieval_generator: two windows of exactly ``max_length`` bytes, labelled 1 when they come from
+    one document; train/val/test_samples pairs from data_seed, which also orders the training)."""
 
     name: Literal["lra_retrieval"]
     family: Literal["lra_retrieval"]
     source: str
     max_length: int = field(metadata={"at_least": 1, "at_most": 1_048_576})
-    pooling: Literal["mean", "last"]
-    data_seed: int = field(metadata={"at_least": 0, "at_most": 4_294_967_295})  # the training order
 
     def spec(self) -> TaskSpec:
         """Two classes; guessing scores 0.5 (the paper's random baseline)."""
@@ -36,4 +35,4 @@ class RetrievalTaskConfig:
         )
 
     def problems(self) -> list[str]:
-        return source_problems(self.source, "tsv_data", can_generate=False)
+        return source_problems(self.source, "tsv_data", can_generate=True)

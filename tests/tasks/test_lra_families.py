@@ -12,8 +12,8 @@ from experiments.config.configuration import ConfigError, compose_run_config, ta
 from experiments.config.validation import task_problems, validate_run_config
 from experiments.training.train import run_training
 from tasks.fixed_sets import TEST_STREAM, TRAIN_STREAM, VALIDATION_STREAM
-from tasks.lra import ListOpsTaskConfig, PathfinderTaskConfig
-from tasks.lra.data import ImageDataModule, ListOpsDataModule, PathfinderDataModule
+from tasks.lra import ListOpsTaskConfig, PathfinderTaskConfig, RetrievalTaskConfig, retrieval_generator
+from tasks.lra.data import ImageDataModule, ListOpsDataModule, PathfinderDataModule, RetrievalDataModule
 from tasks.registry import task_family
 from tests.lra_fixtures import write_cifar, write_listops, write_pathfinder, write_retrieval
 
@@ -94,10 +94,10 @@ def test_listops_defaults_are_the_release_recipe():
             "task.source='' is empty; valid: 'generated' or the path of the release folder",
         ),
         (
-            "lra_retrieval",
+            "lra_image_grey",
             "task.source=generated",
             "task.source='generated' is not available: this task has no "
-            "generator; valid: the path of the release folder tsv_data",
+            "generator; valid: the path of the release folder cifar-10-batches-py",
         ),
         ("lra_image_grey", "task.channels=2", "task.channels=2 is not valid; valid choices: [1, 3]"),
         (
@@ -204,6 +204,28 @@ def test_the_release_splits_are_the_release_files_or_seeded_and_disjoint(tmp_pat
     rows = {stream: {row.tobytes() for row in pathfinder.stream_set(stream).pixels} for stream in STREAMS}
     assert [len(rows[stream]) for stream in STREAMS] == [24, 3, 3]
     assert set().union(*rows.values()) == {image.reshape(1024, 1).tobytes() for image in images}
+
+
+def test_generated_retrieval_batches_hold_both_windows_and_their_label_and_each_split_reads_its_documents(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setenv("XLSTM_SUITE_DATA_CACHE", str(tmp_path))
+    asked = []
+
+    def documents(split, length):
+        asked.append((split, length))
+        return [[bytes([index + 1]) * (3 * length) for index in range(4)]]
+
+    monkeypatch.setattr(retrieval_generator, "split_documents", documents)
+    fields = dict(name="lra_retrieval", family="lra_retrieval", source="generated", max_length=12, pooling="mean")
+    config = RetrievalTaskConfig(**fields, data_seed=0, train_samples=32, val_samples=8, test_samples=8)
+    module = RetrievalDataModule(config, batch_size=4)
+    inputs, targets = next(iter(module.train_dataloader()))
+    assert tuple(inputs.shape) == (4, 2, 12) and (inputs > 0).all()  # no padding: every window is 12 bytes
+    labels = targets[:, 0, 0]
+    assert ((inputs[:, 0, 0] == inputs[:, 1, 0]) == (labels == 1)).all() and (targets == labels[:, None, None]).all()
+    next(iter(module.val_dataloader())), next(iter(module.test_dataloader()))
+    assert sorted(asked) == [("test", 12), ("train", 12), ("val", 12)]
 
 
 @pytest.mark.parametrize(

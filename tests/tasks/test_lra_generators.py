@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from scipy import ndimage, stats
 
-from tasks.lra import listops_generator, pathfinder_generator
+from tasks.lm.splits import held_out_part
+from tasks.lra import listops_generator, pathfinder_generator, retrieval_generator
 from tasks.lra.listops_reader import read_listops
 from tasks.lra.listops_tokens import CLOSE, OPERATORS, token_text
 from tests.lra_fixtures import listops_source, write_listops
@@ -145,3 +146,62 @@ def test_pathfinder_is_the_same_for_a_seed_and_other_for_another():
 def test_the_pathfinder_generator_rejects_bad_values_before_drawing(change, message):
     with pytest.raises(ValueError, match=message):
         pathfinder_generator.generate(10, np.random.default_rng(0), **change)
+
+
+def retrieval_documents(sources: int = 2, per_source: int = 5, length: int = 40) -> list[list[bytes]]:
+    """Per source, documents of 2-4 x ``length`` bytes, each byte naming its document (so a window says where it is
+    from)."""
+    rng = np.random.default_rng(7)
+    return [
+        [
+            bytes([10 * source + index + 1]) * int(rng.integers(2 * length, 4 * length + 1))
+            for index in range(per_source)
+        ]
+        for source in range(sources)
+    ]
+
+
+def test_a_retrieval_pair_is_positive_exactly_when_both_windows_come_from_one_document():
+    length = 40
+    pairs, labels = retrieval_generator.generate(
+        retrieval_documents(length=length), 400, np.random.default_rng(0), length
+    )
+    assert pairs.shape == (400, 2, length) and pairs.dtype == np.uint16
+    document = pairs[:, :, 0].astype(int) - 1  # (N, 2): the byte that names each window's document (token = byte + 1)
+    assert ((pairs - 1) == document[:, :, None]).all()  # every window lies inside one document
+    assert ((document[:, 0] == document[:, 1]) == (labels == 1)).all()
+    assert ((document[:, 0] // 10) == (document[:, 1] // 10)).all()  # a negative pairs two documents of one source
+    assert 0.4 < labels.mean() < 0.6
+
+
+def test_the_two_windows_of_a_positive_pair_do_not_overlap():
+    length, text = 8, bytes(range(1, 65))  # one document whose bytes name their positions
+    pairs, labels = retrieval_generator.generate([[text, text[::-1]]], 300, np.random.default_rng(1), length)
+    for (first, second), label in zip(pairs.astype(int) - 1, labels, strict=True):
+        if label and (np.diff(first) == 1).all() and (np.diff(second) == 1).all():  # both windows of `text`
+            assert first[0] >= second[-1] + 1 or second[0] >= first[-1] + 1
+
+
+def test_retrieval_pairs_are_the_same_for_a_seed_and_need_a_source_of_two_documents():
+    documents = retrieval_documents()
+    first = retrieval_generator.generate(documents, 50, np.random.default_rng(3), 40)
+    again = retrieval_generator.generate(documents, 50, np.random.default_rng(3), 40)
+    assert all((a == b).all() for a, b in zip(first, again, strict=True))
+    with pytest.raises(ValueError, match="no source has two documents of at least 80 bytes"):
+        retrieval_generator.generate([[b"x" * 100], []], 5, np.random.default_rng(0), 40)
+
+
+def test_retrieval_documents_are_split_by_their_held_out_part_and_long_enough(monkeypatch):
+    texts = [f"document {index} " * 30 for index in range(400)]
+    monkeypatch.setattr(retrieval_generator, "document_batches", lambda corpus, split, field: iter([texts]))
+    splits = {split: retrieval_generator.split_documents(split, 100) for split in ("train", "val", "test")}
+    held_out = {"train": "train", "val": "validation", "test": "test"}
+    for split, sources in splits.items():
+        assert len(sources) == len(retrieval_generator.SOURCES)
+        for documents in sources:
+            assert all(len(document) >= 200 for document in documents)
+            assert all(
+                held_out_part(document.decode(), retrieval_generator.HOLDOUT_FRACTION) == held_out[split]
+                for document in documents
+            )
+    assert len(splits["train"][0]) > len(splits["val"][0]) > 0 and len(splits["test"][0]) > 0
