@@ -3,8 +3,8 @@ Retrieval (AAN), Image (CIFAR-10, grey and RGB) and Pathfinder-32, each one clas
 
 Readers take the release's files (listops_reader, retrieval_reader, cifar_reader, pathfinder_reader) and raise
 ReleaseFormatError naming the file and line on malformed input; generators (listops_generator, pathfinder_generator,
-and retrieval_generator, pairs of windows of the offline corpus's documents) let ListOps, Pathfinder and Retrieval
-run without the release; sets lays samples out as batches; data serves them to
+retrieval_generator: pairs of windows of the offline corpus's documents, image_generator: ten shapes in CIFAR-10's
+format) let every task run without the release; sets lays samples out as batches; data serves them to
 Lightning; the *_config modules are the torch-free schemas of the task configs.
 """
 

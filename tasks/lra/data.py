@@ -16,7 +16,7 @@ import numpy as np
 from tasks.data_cache import cached_arrays
 from tasks.fixed_sets import TEST_STREAM, TRAIN_STREAM, VALIDATION_STREAM, FixedSet, FixedSetsDataModule
 from tasks.lm.corpus import corpus_fingerprint
-from tasks.lra import listops_generator, pathfinder_generator, retrieval_generator
+from tasks.lra import image_generator, listops_generator, pathfinder_generator, retrieval_generator
 from tasks.lra.cifar_reader import TEST_FILES, TRAIN_FILES, grey, read_cifar
 from tasks.lra.listops_reader import read_listops_split
 from tasks.lra.pathfinder_reader import read_pathfinder
@@ -139,6 +139,20 @@ def retrieval_generated_set(config, stream: int) -> TokenPairSet:
     )
 
 
+def generated_images(config, stream: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pixels (N, 1024, 3) uint8 and labels (N,) of ``stream``'s generated images (tasks.lra.image_generator; the
+    same images for G-Image and RGB-Image)."""
+    samples = getattr(config, f"{SPLITS[stream]}_samples")
+
+    def draw() -> dict[str, np.ndarray]:
+        pixels, labels = image_generator.generate(samples, np.random.default_rng([config.data_seed, stream]))
+        return {"pixels": pixels, "labels": labels}
+
+    key = {"task": "lra_image", "version": GENERATOR_VERSION, "samples": samples, "seed": [config.data_seed, stream]}
+    arrays = cached_arrays("lra_image", key, draw)
+    return arrays["pixels"], arrays["labels"]
+
+
 class ListOpsDataModule(FixedSetsDataModule):
     """Batches: inputs (B, S) int64 tokens padded with 0; targets (B, S) the value 0-9 at the sequence's positions,
     IGNORE_INDEX at its padding."""
@@ -158,10 +172,13 @@ class RetrievalDataModule(FixedSetsDataModule):
 
 
 class ImageDataModule(FixedSetsDataModule):
-    """Batches: inputs (B, 1024, channels) float32 normalised pixels, row-major; targets (B, 1024) the class."""
+    """Batches: inputs (B, 1024, channels) float32 normalised pixels (CIFAR-10's statistics, generated images too),
+    row-major; targets (B, 1024) the class."""
 
     def stream_set(self, stream: int) -> FixedSet:
-        if stream == TEST_STREAM:
+        if self.config.source == GENERATED:
+            pixels, labels = generated_images(self.config, stream)
+        elif stream == TEST_STREAM:
             pixels, labels = read_cifar(release_folder(self.config.source), TEST_FILES)
         else:
             pixels, labels = self._training_images

@@ -52,6 +52,6 @@ class ListOpsTaskConfig(GeneratedSetsFields):
         )
 
     def problems(self) -> list[str]:
-        return source_problems(self.source, "listops-1000", can_generate=True) + generation_problems(
+        return source_problems(self.source, "listops-1000") + generation_problems(
             self.max_depth, self.max_args, self.min_length, self.max_length
         )

@@ -71,7 +71,7 @@ class PathfinderTaskConfig(GeneratedSetsFields):
         )
 
     def problems(self) -> list[str]:
-        problems = source_problems(self.source, "pathfinder32", can_generate=True)
+        problems = source_problems(self.source, "pathfinder32")
         if self.source != GENERATED and self.image_side != RELEASE_SIDE:
             problems.append(
                 f"image_side={self.image_side} applies to generated images only; the release "

@@ -35,4 +35,4 @@ class RetrievalTaskConfig(GeneratedSetsFields):
         )
 
     def problems(self) -> list[str]:
-        return source_problems(self.source, "tsv_data", can_generate=True)
+        return source_problems(self.source, "tsv_data")

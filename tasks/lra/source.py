@@ -12,19 +12,10 @@ GENERATED = "generated"
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 
 
-def source_problems(source: str, release_folder: str, can_generate: bool) -> list[str]:
+def source_problems(source: str, release_folder: str) -> list[str]:
     """Why ``source`` names no data; ``release_folder`` says which folder of the release a path must name."""
-    if source == GENERATED and not can_generate:
-        return [
-            f"source={source!r} is not available: this task has no generator; valid: the path of the release "
-            f"folder {release_folder}"
-        ]
     if not source.strip():
-        return [
-            f"source={source!r} is empty; valid: "
-            + (f"{GENERATED!r} or " if can_generate else "")
-            + f"the path of the release folder {release_folder}"
-        ]
+        return [f"source={source!r} is empty; valid: {GENERATED!r} or the path of the release folder {release_folder}"]
     return []
 
 
@@ -36,7 +27,7 @@ def release_folder(source: str) -> Path:
 
 @dataclass
 class GeneratedSetsFields:
-    """The fields of a task config with a generator (ListOps, Pathfinder): how its sequences are pooled, the seed of
+    """The fields of a task config with a generator (every LRA family): how its sequences are pooled, the seed of
     its sets and training order, and the sizes of its generated sets (a release has its own)."""
 
     pooling: Literal["mean", "last"]

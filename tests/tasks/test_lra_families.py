@@ -93,12 +93,6 @@ def test_listops_defaults_are_the_release_recipe():
             "task.source=''",
             "task.source='' is empty; valid: 'generated' or the path of the release folder",
         ),
-        (
-            "lra_image_grey",
-            "task.source=generated",
-            "task.source='generated' is not available: this task has no "
-            "generator; valid: the path of the release folder cifar-10-batches-py",
-        ),
         ("lra_image_grey", "task.channels=2", "task.channels=2 is not valid; valid choices: [1, 3]"),
         (
             "lra_image_grey",
@@ -261,3 +255,13 @@ def test_a_tiny_run_trains_and_reports_accuracy_per_sequence(tmp_path, task, ove
     assert metrics["train/steps"] == 2 and 0 <= metrics["val/accuracy"] <= 1 and 0 <= metrics["test/accuracy"] <= 1
     chance = 0.5 if task in ("lra_retrieval", "lra_pathfinder") else 0.1
     assert np.isclose(metrics["test/scaled_accuracy"], (metrics["test/accuracy"] - chance) / (1 - chance))
+
+
+@pytest.mark.parametrize("task, channels", [("lra_image_grey", 1), ("lra_image_rgb", 3)])
+def test_generated_image_batches_are_the_same_images_in_grey_and_colour(monkeypatch, tmp_path, task, channels):
+    monkeypatch.setenv("XLSTM_SUITE_DATA_CACHE", str(tmp_path))
+    config = compose_run_config(["model=lstm", f"task={task}", "task.source=generated", *SIZES])
+    module = task_family("lra_image").build_datamodule(config.task, 4)
+    inputs, targets = next(iter(module.train_dataloader()))
+    assert tuple(inputs.shape) == (4, 1024, channels) and tuple(targets.shape) == (4, 1024)
+    assert (targets == targets[:, :1]).all() and ((targets >= 0) & (targets < 10)).all()

@@ -11,7 +11,8 @@ import pytest
 from scipy import ndimage, stats
 
 from tasks.lm.splits import held_out_part
-from tasks.lra import listops_generator, pathfinder_generator, retrieval_generator
+from tasks.lra import image_generator, listops_generator, pathfinder_generator, retrieval_generator
+from tasks.lra.cifar_reader import grey as grey_of
 from tasks.lra.listops_reader import read_listops
 from tasks.lra.listops_tokens import CLOSE, OPERATORS, token_text
 from tests.lra_fixtures import listops_source, write_listops
@@ -205,3 +206,41 @@ def test_retrieval_documents_are_split_by_their_held_out_part_and_long_enough(mo
                 for document in documents
             )
     assert len(splits["train"][0]) > len(splits["val"][0]) > 0 and len(splits["test"][0]) > 0
+
+
+def test_generated_images_are_cifar_shaped_with_every_class_and_the_same_for_a_seed():
+    pixels, labels = image_generator.generate(300, np.random.default_rng(0))
+    assert pixels.shape == (300, 1024, 3) and pixels.dtype == np.uint8 and labels.dtype == np.int64
+    assert set(labels.tolist()) == set(range(len(image_generator.SHAPES)))
+    again, _ = image_generator.generate(300, np.random.default_rng(0))
+    other, _ = image_generator.generate(300, np.random.default_rng(1))
+    assert (again == pixels).all() and not (other == pixels).all()
+    with pytest.raises(ValueError, match="samples=0 must be >= 1"):
+        image_generator.generate(0, np.random.default_rng(0))
+
+
+def test_the_class_is_in_the_shape_and_not_in_the_colours():
+    """Each class's shape covers its own share of the image (a property of the shape), while the mean colour of its
+    images is the same for every class."""
+    pixels, labels = image_generator.generate(2000, np.random.default_rng(2))
+    grey = pixels.astype(float) @ image_generator.LUMA  # (N, 1024)
+    # the shape's pixels: on the side of the midpoint between the image's two luma levels away from its border's
+    border = grey.reshape(-1, 32, 32)[:, [0, -1], :].reshape(len(grey), -1)  # (N, 64): mostly background
+    middle = (grey.max(axis=1) + grey.min(axis=1)) / 2  # (N,)
+    background_above = np.median(border, axis=1) > middle
+    shape = np.where(background_above[:, None], grey < middle[:, None], grey > middle[:, None])  # (N, 1024)
+    share = {label: shape[labels == label].mean() for label in range(10)}
+    assert share[7] > 0.3 and share[8] > 0.3  # stripes and checkerboard fill the image
+    assert share[1] < share[0] and share[3] < share[2]  # a ring and an outline less than their filled shapes
+    assert max(share[label] for label in (0, 1, 2, 3, 4, 5, 6, 9)) < 0.3
+    colour = pixels.mean(axis=1)  # (N, 3): each image's mean colour, drawn alike for every class
+    for channel in range(3):  # one-way ANOVA across the classes: no class differs in its colours
+        assert stats.f_oneway(*(colour[labels == label, channel] for label in range(10))).pvalue > 1e-3
+
+
+def test_the_grey_image_keeps_the_shape():
+    pixels, _ = image_generator.generate(200, np.random.default_rng(3))
+    grey = grey_of(pixels)[:, :, 0].astype(float)  # (N, 1024) the LRA's luma
+    levels = np.sort(grey, axis=1)
+    contrast = levels[:, -20:].mean(axis=1) - levels[:, :20].mean(axis=1)
+    assert (contrast >= image_generator.MIN_LUMA_CONTRAST - 2 * image_generator.NOISE).all()
