@@ -13,13 +13,14 @@ import torch
 
 from experiments.config.artifacts import load_artifact
 from experiments.sweeps.sweep import run_sweep
-from models.registry import build_language_model_from
+from models.registry import build_language_model_from, known_language_models
 from tasks.lm.tokenizer import MODEL_VOCABULARY, encoding
 from tests.evaluation_probe import load_error
 
 lm_eval = pytest.importorskip("lm_eval", reason="the optional extra lmeval (pip install -e '.[lmeval]')")
 
-from experiments.evaluation.harness_model import SuiteLanguageModel  # noqa: E402  (needs lm_eval)
+from experiments.evaluation import harness_model  # noqa: E402  (needs lm_eval)
+from experiments.evaluation.harness_model import SuiteLanguageModel  # noqa: E402
 from experiments.evaluation.lmeval_scores import best_metrics, table_columns  # noqa: E402
 from tasks.lm.lmeval_sample import CHOICE_QUESTIONS, CLOZE_PASSAGES, SAMPLE_TASKS, lmeval_sample  # noqa: E402
 
@@ -314,3 +315,45 @@ def test_smoke_scale_trains_evaluates_and_reports(tmp_path):
     assert by_name["results"]["sample_cloze"]["perplexity,none"] == pytest.approx(
         evaluated["sample_cloze/perplexity"], rel=1e-6
     )
+
+
+# every language model, at the smallest options its checks accept
+BATCHED_MODELS = {name: {} for name in known_language_models()} | {
+    "xlstm_7_1": {"num_blocks": 4},
+    "rwkv5": {"embedding_dim": 64},
+    "rwkv6": {"embedding_dim": 64},
+    "hgrn2": {"embedding_dim": 128},
+}
+
+
+LMEVAL_MODELS = ("llama", "mamba", "rwkv4", "xlstm_1_0", "xlstm_7_1")  # temp_sclaw300B's, which lmeval scores
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        name if name in LMEVAL_MODELS else pytest.param(name, marks=pytest.mark.slow)  # the others: make test-slow
+        for name in sorted(BATCHED_MODELS)
+    ],
+)
+def test_requests_scored_together_score_as_each_alone_in_one_forward_pass(name, monkeypatch):
+    """Right-padded in one batch, and in batches of a few (TOKENS_PER_BATCH small), each request's log-likelihood
+    and greedy flag are those of its own forward pass: the padding after a request changes nothing before it."""
+    options = {"embedding_dim": 16, "num_blocks": 2} | BATCHED_MODELS[name]
+    torch.manual_seed(0)
+    model = build_language_model_from(name, MODEL_VOCABULARY, **options).eval()
+    text = encoding()
+    pairs = [
+        ("Shall I compare thee", " to a summer's day?"),
+        ("Thou art more lovely and more temperate: rough winds do shake", " the darling buds"),
+        ("And summer's", " lease"),
+        ("Sometime too hot the eye of heaven shines, and often is his gold complexion", " dimmed"),
+    ]
+    requests = [(None, text.encode_ordinary(context), text.encode_ordinary(more)) for context, more in pairs]
+    expected = [direct_log_likelihood(model, context, more) for context, more in pairs]
+    harness = SuiteLanguageModel(model, "gpt2", context_length=32)
+    for tokens_per_batch in (4096, 40):  # all four in one pass; two or three passes of unequal batches
+        monkeypatch.setattr(harness_model, "TOKENS_PER_BATCH", tokens_per_batch)
+        scored = harness._loglikelihood_tokens(requests)
+        assert [likelihood for likelihood, _ in scored] == pytest.approx([each[0] for each in expected], abs=1e-4)
+        assert [greedy for _, greedy in scored] == [each[1] for each in expected]
