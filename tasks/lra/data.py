@@ -15,7 +15,6 @@ import numpy as np
 
 from tasks.data_cache import cached_arrays
 from tasks.fixed_sets import TEST_STREAM, TRAIN_STREAM, VALIDATION_STREAM, FixedSet, FixedSetsDataModule
-from tasks.lm.corpus import corpus_fingerprint
 from tasks.lra import image_generator, listops_generator, pathfinder_generator, retrieval_generator
 from tasks.lra.cifar_reader import TEST_FILES, TRAIN_FILES, grey, read_cifar
 from tasks.lra.listops_reader import read_listops_split
@@ -128,7 +127,7 @@ def retrieval_generated_set(config, stream: int) -> TokenPairSet:
         return {"pairs": pairs, "labels": labels}
 
     key = {"task": "lra_retrieval", "version": GENERATOR_VERSION, "length": length, "samples": samples}
-    key |= {"seed": [config.data_seed, stream], "corpus": corpus_fingerprint("offline:docs", "train")}
+    key |= {"seed": [config.data_seed, stream], "corpus": retrieval_generator.corpus_content()}
     arrays = cached_arrays("lra_retrieval", key, draw)
     pairs = arrays["pairs"]  # (N, 2, length)
     offsets = np.arange(0, pairs.shape[0] * length + 1, length, dtype=np.int64)  # (N + 1,)

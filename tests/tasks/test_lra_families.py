@@ -211,6 +211,7 @@ def test_generated_retrieval_batches_hold_both_windows_and_their_label_and_each_
         return [[bytes([index + 1]) * (3 * length) for index in range(4)]]
 
     monkeypatch.setattr(retrieval_generator, "split_documents", documents)
+    monkeypatch.setattr(retrieval_generator, "corpus_content", lambda: {"docs": "these four"})  # no corpus installed
     fields = dict(name="lra_retrieval", family="lra_retrieval", source="generated", max_length=12, pooling="mean")
     config = RetrievalTaskConfig(**fields, data_seed=0, train_samples=32, val_samples=8, test_samples=8)
     module = RetrievalDataModule(config, batch_size=4)
