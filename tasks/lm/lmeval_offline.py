@@ -15,6 +15,7 @@ by the corpus's content (an installed corpus of other files gives another folder
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -93,15 +94,11 @@ def lmeval_offline(folder: Path | None = None) -> Path:
     settings += [PASSAGE_WORDS, CONTEXT_WORDS, ENDING_WORDS, CHOICES]
     key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
     root = Path(folder or (cache_folder() or DEFAULT_FOLDER) / f"lmeval-offline-{key}")
-    made: dict[str, list[dict]] = {}
-
-    def records(name: str):
-        return lambda: (made or made.update(offline_items()) or made)[name]
-
+    items = functools.cache(offline_items)  # read the corpus once, and only where a task's data is missing
     return write_tasks(
         root,
         {
-            "offline_choice": (CHOICE_YAML, records("offline_choice")),
-            "offline_cloze": (CLOZE_YAML, records("offline_cloze")),
+            "offline_choice": (CHOICE_YAML, lambda: items()["offline_choice"]),
+            "offline_cloze": (CLOZE_YAML, lambda: items()["offline_cloze"]),
         },
     )
