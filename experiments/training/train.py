@@ -31,6 +31,7 @@ from experiments.training.language_model_module import LanguageModelModule
 from experiments.training.module import SequenceTaskModule
 from experiments.training.progress import StepProgressBar
 from experiments.training.requeue import requeue_callbacks
+from experiments.training.training_clock import TrainingClock
 from experiments.training.resumed_metrics import keep_rows_before
 from models.registry import build_backbone, build_language_model_from
 
@@ -179,9 +180,10 @@ def run_evaluation(config: DictConfig, run_dir: Path) -> dict[str, float]:
 def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     """Train one run into ``run_dir`` (logs, metrics.csv, checkpoints) and return its final metrics: validation and
     test metrics of the checkpoint with the best validation metric (scaled accuracy; MSE for a regression), the
-    module's parameter count (experiments.run_metrics), the steps and the training time. A run whose training loss
-    turns non-finite stops there, diverged: its metrics are those of the weights it diverged to (NaN, as the paper
-    prints for such a run), with ``train/diverged`` 1 and the step. An evaluation-only run (``evaluate`` in its config) is run_evaluation's."""
+    module's parameter count (experiments.run_metrics), the steps and the training time (of every attempt, a resumed
+    run's: experiments.training.training_clock). A run whose training loss turns non-finite stops there, diverged: its
+    metrics are those of the weights it diverged to (NaN, as the paper prints for such a run), with
+    ``train/diverged`` 1 and the step. An evaluation-only run (``evaluate`` in its config) is run_evaluation's."""
     validate_run_config(config)
     if config.get("evaluate") is not None:
         return run_evaluation(config, run_dir)
@@ -198,7 +200,8 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     module = build_module(config, data.spec)
     parameters = count_parameters(module)  # before the strategy places (and may shard) it
     divergence = StopWhenDiverged()
-    callbacks = [StepProgressBar(), divergence]  # a bar at a terminal, a line every 30 s in a sweep worker's log
+    clock = TrainingClock()
+    callbacks = [StepProgressBar(), divergence, clock]  # a bar at a terminal, a line every 30 s in a sweep worker's log
     checkpoints, resume = run_dir / "checkpoints", None
     if config.trainer.checkpoint:
         resumed_config = resumed_config_yaml(config)
@@ -225,7 +228,6 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
         num_sanity_val_steps=0,
         plugins=[AtomicCheckpointIO(), *cluster_plugins()],
     )
-    started = time.perf_counter()
     trainer.fit(module, datamodule=data, ckpt_path=resume.checkpoint if resume else None)
     best_checkpoint = None
     if config.trainer.checkpoint:
@@ -240,5 +242,5 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
     if divergence.diverged_at_step is not None:
         metrics |= {DIVERGED_METRIC: 1.0, DIVERGED_AT_METRIC: float(divergence.diverged_at_step)}
     metrics["train/steps"] = float(trainer.global_step)
-    metrics["train/seconds"] = time.perf_counter() - started
+    metrics["train/seconds"] = clock.seconds()  # every attempt's, a resumed run's included
     return metrics

@@ -277,3 +277,21 @@ def test_a_requeued_run_resumes_from_lightnings_slurm_checkpoint_when_it_is_newe
     output = capsys.readouterr().out
     assert f"{run_dir / 'hpc_ckpt_1.ckpt'} cannot be read" in output and "resuming from another checkpoint" in output
     assert f"resuming {run_dir} from step 5 (hpc_ckpt_2.ckpt)" in output
+
+
+def test_a_resumed_runs_training_time_counts_the_attempts_before_its_checkpoint(tmp_path, monkeypatch):
+    """train/seconds of a resumed run is the time its checkpoint recorded plus the resumed attempt's: the checkpoint's
+    clock is set to 1000 s here, far above what the tiny run takes."""
+    run = planned([*PARITY, "+trainer.checkpoint_every_steps=1"])
+    monkeypatch.setenv(FAIL_AFTER_STEPS_VARIABLE, "5")
+    assert execute_run(run, tmp_path).status == "failed"
+    monkeypatch.delenv(FAIL_AFTER_STEPS_VARIABLE)
+    last = run_directory(run, tmp_path) / "checkpoints" / "last.ckpt"
+    checkpoint = torch.load(last, weights_only=False)
+    [clock_key] = [key for key in checkpoint["callbacks"] if key.startswith("TrainingClock")]
+    assert 0 < checkpoint["callbacks"][clock_key]["seconds"] < 1000
+    checkpoint["callbacks"][clock_key]["seconds"] = 1000.0
+    torch.save(checkpoint, last)
+    assert execute_run(run, tmp_path).status == "done"
+    seconds = finished_result(run_directory(run, tmp_path))["metrics"]["train/seconds"]
+    assert 1000 < seconds < 1000 + 600
