@@ -49,6 +49,7 @@ COLUMN_NOTES = {
     "other": "runs of other configs in the store or in committed results (older configs, or sweeps with extra "
     "overrides, e.g. the committed mini language-model reports' task=offline_docs)",
 }
+REPORT_SUFFIX = ".md"  # a report's page (experiments.reports.report)
 RUNS_SUFFIX = ".runs.csv"  # per-run results committed beside a report (experiments.reports.committed_runs)
 
 
@@ -88,8 +89,26 @@ def list_artifacts(
     if where and not any(counts for _, _, counts in rows):
         pairs = " ".join(f"{key}={value}" for key, values in where.items() for value in values)
         raise ValueError(f"no planned run of {list(loaded)} matches --where {pairs}")
-    lines = [*damaged, *(f"bad artifact file: {problem}" for problem in bad_files)]
+    lines = [
+        reports_line(rows, scales, len(loaded)),
+        *damaged,
+        *(f"bad artifact file: {problem}" for problem in bad_files),
+    ]
     return Group(list_table(root, rows), *(Text(line, overflow="fold") for line in lines))
+
+
+def reports_line(rows: list[tuple[str, str, dict[str, int] | None]], scales: Sequence[str], artifacts: int) -> str:
+    """Per scale, how many of the listed artifacts have a report page in the report folder (their own or an
+    ablation's, e.g. the mini language-model reports' task=offline_docs), naming those without one where they are
+    fewer than half: "report pages at smoke: 2 of 20 artifacts; at mini: ..." (no scale's name stands alone, as
+    in a row of the table)."""
+    parts = []
+    for scale in scales:
+        reported = {name for name, row_scale, counts in rows if row_scale == scale and counts and counts["reports"]}
+        missing = [name for name in dict.fromkeys(name for name, _, _ in rows) if name not in reported]
+        named = f" (none yet: {', '.join(missing)})" if missing and len(missing) < artifacts / 2 else ""
+        parts.append(f"at {scale}: {len(reported)} of {artifacts} artifacts{named}")
+    return "report pages " + "; ".join(parts)
 
 
 def list_table(root: Path, rows: list[tuple[str, str, dict[str, int] | None]]) -> Table:
@@ -132,15 +151,20 @@ def runs_matching(runs: list[PlannedRun], where: Mapping[str, list[str]]) -> lis
     ]
 
 
+def own_report_files(reports: Path, scale: str, artifact: str, suffix: str) -> list[Path]:
+    """The artifact's files at ``scale`` ending in ``suffix``: its own report's and its ablations'
+    (``<artifact>-<8 hex digits of the overrides>``), not another artifact's whose name starts the same."""
+    own = re.compile(rf"{re.escape(artifact)}(-[0-9a-f]{{8}})?{re.escape(suffix)}")
+    paths = sorted((reports / scale).glob(f"{artifact}*{suffix}"))
+    return [path for path in paths if own.fullmatch(path.name) and path.is_file()]
+
+
 def committed_done_ids(reports: Path, scale: str, artifact: str) -> set[str]:
-    """The run ids that the committed per-run results of the artifact's reports at ``scale`` hold as done: its own
-    report's and its ablations' (``<artifact>-<8 hex digits of the overrides>``)."""
-    own = re.compile(rf"{re.escape(artifact)}(-[0-9a-f]{{8}})?{re.escape(RUNS_SUFFIX)}")
+    """The run ids that the committed per-run results of the artifact's reports at ``scale`` hold as done."""
     done: set[str] = set()
-    for path in sorted((reports / scale).glob(f"{artifact}*{RUNS_SUFFIX}")):
-        if own.fullmatch(path.name) and path.is_file():
-            rows = pd.read_csv(path, usecols=["run_id", "status"], dtype=str)
-            done.update(rows.loc[rows["status"] == "done", "run_id"])
+    for path in own_report_files(reports, scale, artifact, RUNS_SUFFIX):
+        rows = pd.read_csv(path, usecols=["run_id", "status"], dtype=str)
+        done.update(rows.loc[rows["status"] == "done", "run_id"])
     return done
 
 
@@ -178,6 +202,7 @@ def status_counts(
     committed = planned["run_id"].isin(committed_ids) & (planned["status"] != "done")
     done = statuses["done"] + int(committed.sum())
     counts = {
+        "reports": len(own_report_files(reports, scale, artifact, REPORT_SUFFIX)),
         "runs": len(runs),
         "done": done,
         "committed": int(committed.sum()),

@@ -116,3 +116,25 @@ def test_report_where_reports_part_of_the_grid_under_a_name_of_its_own(tmp_path,
     assert "'modle' is not a key of the artifact's cells; valid keys: ['model'" in capsys.readouterr().err
     assert cli_main(["report", "all", "--scale", "smoke", "--where", "model=xlstm_0_1"]) == 2
     assert "name the artifact instead of 'all'" in capsys.readouterr().err
+
+
+def test_list_counts_per_scale_the_artifacts_with_a_report_page_and_names_the_few_without(tmp_path):
+    reports = tmp_path / "reports"
+    for scale, page in [
+        ("mini", "sweep-fixture-a2c0987b.md"),
+        ("mini", "abl_matrixmemory.md"),
+        ("smoke", "sweep-fixture-other.md"),
+        ("smoke", "sweep-fixture.runs.csv"),
+    ]:
+        (reports / scale).mkdir(parents=True, exist_ok=True)
+        (reports / scale / page).write_text("run_id,status\n")  # a page's text is not read
+    listing = list_artifacts(
+        tmp_path / "runs", ["sweep-fixture", "abl_matrixmemory", "ablstudies"], ["smoke", "mini"], reports=reports
+    )
+    console = Console(file=io.StringIO(), width=300)
+    console.print(listing)
+    # an ablation's page counts, another artifact's page (sweep-fixture-other) and a .runs.csv do not
+    assert (
+        "report pages at smoke: 0 of 3 artifacts; at mini: 2 of 3 artifacts (none yet: ablstudies)"
+        in console.file.getvalue()
+    )
