@@ -415,10 +415,11 @@ FIXED_METADATA = {".png": {}, ".pdf": {"CreationDate": None}}
 
 
 def save(figure: plt.Figure, stem: Path) -> list[Path]:
-    """Write ``stem``.png and ``stem``.pdf and close the figure."""
+    """Write ``stem``.png and ``stem``.pdf (appended: a stem "x.curves" gives x.curves.png) and close the figure."""
     written = []
     for suffix in (".png", ".pdf"):
-        figure.savefig(stem.with_suffix(suffix), dpi=150, bbox_inches="tight", metadata=FIXED_METADATA[suffix])
-        written.append(stem.with_suffix(suffix))
+        path = stem.with_name(stem.name + suffix)
+        figure.savefig(path, dpi=150, bbox_inches="tight", metadata=FIXED_METADATA[suffix])
+        written.append(path)
     plt.close(figure)
     return written

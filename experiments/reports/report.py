@@ -36,6 +36,17 @@ from experiments.reports.figures import save
 from experiments.reports.findings import findings_of
 from experiments.reports.index_page import write_index
 from experiments.reports.kinds import report_figure
+from experiments.reports.learning_curves import FIGURE_SUFFIX as CURVES_FIGURE_SUFFIX
+from experiments.reports.learning_curves import SUFFIX as CURVES_SUFFIX
+from experiments.reports.learning_curves import (
+    curve_metric,
+    curves_figure,
+    curves_frame,
+    curves_markdown,
+    curves_path,
+    read_committed_curves,
+    write_curves,
+)
 from experiments.reports.paper_columns import (
     paired_names,
     paper_columns_problems,
@@ -208,6 +219,13 @@ def write_report(
     committed = committed_rows(committed_path(stem), committed_path(repository_reports() / scale / stem.name))
     runs = with_parameter_counts(with_committed(run_table(planned, root), committed, cell_keys), planned)
     table = cell_table(artifact, runs)
+    curve_of = curve_metric(artifact.selection["metric"])
+    curves = None
+    if curve_of is not None:
+        committed_curves = read_committed_curves(
+            curves_path(stem), curves_path(repository_reports() / scale / stem.name)
+        )
+        curves = curves_frame(runs, planned, root, curve_of, cell_keys, committed_curves)
     finished = int((table["runs"] > 0).sum())  # a cell of diverged runs is finished, its value NaN
     if finished == 0:
         return ReportOutcome(
@@ -223,7 +241,7 @@ def write_report(
         return ReportOutcome("kept", f"{name} ({scale}): {kept}")
     try:
         described = [*extra_overrides, *(f"--where {pair}" for pair in where)]  # what the page says it shows
-        paths = write_files(artifact, planned, runs, table, scale, stem, described, refusal)
+        paths = write_files(artifact, planned, runs, table, scale, stem, described, refusal, curves)
     except ReplacedMeanwhile as kept:
         return ReportOutcome("kept", f"{name} ({scale}): not written: another report replaced it meanwhile; {kept}")
     return ReportOutcome("written", f"{name} ({scale}): {finished} of {len(table)} cells finished", paths)
@@ -254,6 +272,7 @@ def write_files(
     stem: Path,
     extra_overrides: Sequence[str],
     refusal: Callable[[], str | None],
+    curves: pd.DataFrame | None = None,
 ) -> list[Path]:
     """The per-run results, the cell table, the figure and the page, written into a staging folder and then moved
     into place together (a report killed midway leaves the previous one whole). They replace the existing report
@@ -279,6 +298,16 @@ def write_files(
             detail_csv = staged.with_name(staged.name + DETAIL_SUFFIX)
             detail.to_csv(detail_csv, index_label="name")
             page += "\n" + detail_markdown(artifact.layout, runs, artifact.selection["mode"], detail_csv.name)
+        if curves is not None and not curves.empty:
+            write_curves(curves_path(staged), curves)
+            metric = curves.columns[-1]
+            title = f"{artifact.name} ({scale}): {metric} during training"
+            panel_keys = [key for key in artifact.report["cells"] if key != "model"]
+            panel_keys += [key for key in artifact.selection.get("choose", []) if key not in panel_keys]
+            figure = curves_figure(curves, metric, panel_keys, title)
+            save(figure, staged.with_name(staged.name + CURVES_FIGURE_SUFFIX))
+            figure_file = f"{stem.name}{CURVES_FIGURE_SUFFIX}.png"
+            page += "\n" + curves_markdown(figure_file, curves_path(stem).name, metric)
         staged.with_suffix(".md").write_text(page)
         with locked(stem.parent):
             if (kept := refusal()) is not None:
@@ -288,7 +317,17 @@ def write_files(
 
 
 SAMPLE_STD = "sample std"  # the cell table's ``std`` as its .csv names it (ddof 1)
-REPORT_FILE_ORDER = [".md", ".csv", ".runs.csv", DETAIL_SUFFIX, ".png", ".pdf"]
+REPORT_FILE_ORDER = [
+    ".md",
+    ".csv",
+    ".runs.csv",
+    DETAIL_SUFFIX,
+    CURVES_SUFFIX,
+    ".png",
+    ".pdf",
+    f"{CURVES_FIGURE_SUFFIX}.png",
+    f"{CURVES_FIGURE_SUFFIX}.pdf",
+]
 
 
 def report_command(arguments, planned: dict[str, list[PlannedRun]] | None = None) -> int:

@@ -1,0 +1,150 @@
+"""Learning curves of a report's training runs: the selection metric at every validation of each run, committed
+beside the report as ``<report>.curves.csv`` and drawn as ``<report>.curves.png`` (one line per run, a panel per
+cell's other keys), so that a finding that does not show at a scale's budget is shown with the curves that say how
+far each model got, and a fresh clone redraws them from the committed rows as it does the report.
+
+A run's metrics.csv logs a validation during training at the optimizer step before the one it follows (Lightning
+counts the step the batch began at: the validation after 250 steps at step 249) and the final validation of the
+chosen checkpoint after training at its last step; a curve keeps the former, at the steps taken (logged + 1).
+"""
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from experiments.atomic import write_text_atomic
+from experiments.config.artifacts import PlannedRun
+from experiments.display import model_name, value_name
+from experiments.reports.committed_runs import SOURCE
+from experiments.reports.palette import colours
+from experiments.sweeps.run_store import METRICS_FILE, run_directory
+
+SUFFIX = ".curves.csv"
+FIGURE_SUFFIX = ".curves"  # the figure's stem suffix: <report>.curves.png and .pdf
+STEP = "step"
+VALIDATION_PREFIX = "val/"
+STEPS_METRIC = "train/steps"
+LOG_SPAN = 10  # a metric whose values span this factor or more (a perplexity) is drawn on a log axis
+PANELS_PER_ROW = 4
+
+
+def curves_path(stem: Path) -> Path:
+    return stem.with_name(stem.name + SUFFIX)
+
+
+def curve_metric(selection_metric: str) -> str | None:
+    """The metric a curve follows: the selection metric when training validates it (``val/...``), else None (an
+    evaluation's metric, e.g. paloma/average, has no curve)."""
+    return selection_metric if selection_metric.startswith(VALIDATION_PREFIX) else None
+
+
+def store_curve(metrics_csv: Path, metric: str, steps: float) -> pd.DataFrame:
+    """One run's validations during training: (step taken, value); empty without the file or the metric."""
+    if not metrics_csv.exists():
+        return pd.DataFrame(columns=[STEP, metric])
+    logged = pd.read_csv(metrics_csv)
+    if metric not in logged or STEP not in logged:
+        return pd.DataFrame(columns=[STEP, metric])
+    during = logged.dropna(subset=[metric])
+    during = during[during[STEP] < steps]  # the final validation of the chosen checkpoint is logged at the last step
+    return pd.DataFrame({STEP: during[STEP].to_numpy() + 1, metric: during[metric].to_numpy()})
+
+
+def read_committed_curves(*paths: Path) -> pd.DataFrame | None:
+    """The committed curves of the files that exist, a run in an earlier file winning over a later one."""
+    frames = [pd.read_csv(path) for path in dict.fromkeys(paths) if path.exists()]
+    frames = [frame for frame in frames if not frame.empty]
+    if not frames:
+        return None
+    kept, seen = [], set()
+    for frame in frames:
+        fresh = frame[~frame["run_id"].isin(seen)]
+        kept.append(fresh)
+        seen |= set(fresh["run_id"])
+    return pd.concat(kept, ignore_index=True)
+
+
+def curves_frame(
+    runs: pd.DataFrame,
+    planned: Sequence[PlannedRun],
+    root: Path,
+    metric: str,
+    keys: list[str],
+    committed: pd.DataFrame | None,
+) -> pd.DataFrame:
+    """One row per validation of each finished run: its cell keys, run id, step and value; from the run store's
+    metrics.csv for a run the store finished, from the committed curves for a run the report takes from committed
+    rows (none where they hold no curve of it)."""
+    by_id = {run.run_id: run for run in planned}
+    committed_ids = set(committed["run_id"]) if committed is not None else set()
+    pieces = []
+    for _, row in runs[runs["status"] == "done"].iterrows():
+        if row[SOURCE] == "store" and row["run_id"] in by_id:
+            steps = row.get(STEPS_METRIC, float("inf"))
+            curve = store_curve(run_directory(by_id[row["run_id"]], root) / METRICS_FILE, metric, steps)
+        elif row[SOURCE] == "committed" and row["run_id"] in committed_ids:
+            curve = committed.loc[committed["run_id"] == row["run_id"], [STEP, metric]]
+        else:
+            continue
+        if len(curve):
+            pieces.append(curve.assign(run_id=row["run_id"], **{key: row[key] for key in keys}))
+    columns = [*keys, "run_id", STEP, metric]
+    return pd.concat(pieces, ignore_index=True)[columns] if pieces else pd.DataFrame(columns=columns)
+
+
+def write_curves(path: Path, curves: pd.DataFrame) -> None:
+    write_text_atomic(path, curves.to_csv(index=False))
+
+
+def curves_figure(curves: pd.DataFrame, metric: str, panel_keys: list[str], title: str) -> plt.Figure | None:
+    """A panel per value of ``panel_keys`` (the report's cells other than the model, and the keys it chooses
+    among), a model's own colour, a line per run (its seeds alike)."""
+    if curves.empty:
+        return None
+    panel_keys = [key for key in panel_keys if key in curves and curves[key].nunique() > 1]
+    data = curves.assign(
+        panel=[
+            ", ".join(value_name(key, value) for key, value in zip(panel_keys, values))
+            for values in curves[panel_keys].itertuples(index=False)
+        ],
+        shown_model=curves["model"].map(model_name),
+    )
+    panels = list(dict.fromkeys(data["panel"]))
+    palette = {model_name(model): colour for model, colour in colours("model", curves["model"]).items()}
+    grid = sns.relplot(
+        data=data,
+        x=STEP,
+        y=metric,
+        hue="shown_model",
+        palette=palette,
+        units="run_id",
+        estimator=None,
+        kind="line",
+        col="panel",
+        col_order=panels,
+        col_wrap=min(PANELS_PER_ROW, len(panels)),
+        height=2.6,
+        aspect=1.3,
+        facet_kws={"sharey": True, "sharex": False},
+        linewidth=1.0,
+        alpha=0.85,
+    )
+    values = data[metric].dropna()
+    if len(values) and values.min() > 0 and values.max() >= LOG_SPAN * values.min():
+        grid.set(yscale="log")
+    grid.set_titles("{col_name}")
+    grid.set_axis_labels("training steps", metric)
+    grid.legend.set_title("")
+    grid.figure.suptitle(title, y=1.02)
+    return grid.figure
+
+
+def curves_markdown(figure_name: str, csv_name: str, metric: str) -> str:
+    return (
+        "## Learning curves\n\n"
+        f"{metric} at every validation during training, one line per run (its seed and chosen settings alike): "
+        f"[{csv_name}]({csv_name}).\n\n![learning curves]({figure_name})\n"
+    )
