@@ -101,10 +101,10 @@ def write_curves(path: Path, curves: pd.DataFrame) -> None:
 
 def curves_figure(curves: pd.DataFrame, metric: str, panel_keys: list[str], title: str) -> plt.Figure | None:
     """A panel per value of ``panel_keys`` (the report's cells other than the model, and the keys it chooses
-    among), a model's own colour, a line per run (its seeds alike)."""
+    among), titled by them, a model's own colour, a line per run (its seeds alike)."""
     if curves.empty:
         return None
-    panel_keys = [key for key in panel_keys if key in curves and curves[key].nunique() > 1]
+    panel_keys = [key for key in panel_keys if key in curves]  # one value too: the panel says what it shows
     data = curves.assign(
         panel=[
             ", ".join(value_name(key, value) for key, value in zip(panel_keys, values))
@@ -142,9 +142,16 @@ def curves_figure(curves: pd.DataFrame, metric: str, panel_keys: list[str], titl
     return grid.figure
 
 
-def curves_markdown(figure_name: str, csv_name: str, metric: str) -> str:
+def curves_markdown(figure_name: str, csv_name: str, metric: str, drawn: int, finished: int) -> str:
+    """The page's section; ``drawn`` of the ``finished`` runs have a curve (a run the report takes from committed
+    rows written before curves were committed has none)."""
+    which = (
+        "every finished run"
+        if drawn == finished
+        else f"{drawn} of the {finished} finished runs (the others' rows were committed without their curves)"
+    )
     return (
         "## Learning curves\n\n"
-        f"{metric} at every validation during training, one line per run (its seed and chosen settings alike): "
+        f"{metric} at every validation during training, one line per run, for {which}: "
         f"[{csv_name}]({csv_name}).\n\n![learning curves]({figure_name})\n"
     )

@@ -307,7 +307,9 @@ def write_files(
             figure = curves_figure(curves, metric, panel_keys, title)
             save(figure, staged.with_name(staged.name + CURVES_FIGURE_SUFFIX))
             figure_file = f"{stem.name}{CURVES_FIGURE_SUFFIX}.png"
-            page += "\n" + curves_markdown(figure_file, curves_path(stem).name, metric)
+            finished = int((runs["status"] == "done").sum())
+            drawn = curves["run_id"].nunique()
+            page += "\n" + curves_markdown(figure_file, curves_path(stem).name, metric, drawn, finished)
         staged.with_suffix(".md").write_text(page)
         with locked(stem.parent):
             if (kept := refusal()) is not None:

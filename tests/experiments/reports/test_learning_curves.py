@@ -61,7 +61,7 @@ def test_the_report_commits_its_curves_and_a_clone_without_the_run_store_draws_t
     assert list(curves.columns[:2]) == ["model", "task"] and curves.columns[-1] == "val/scaled_accuracy"
     assert (folder / "sweep-fixture.curves.png").stat().st_size > 0
     page = (folder / "sweep-fixture.md").read_text()
-    assert "## Learning curves" in page and "(sweep-fixture.curves.png)" in page
+    assert "## Learning curves" in page and "(sweep-fixture.curves.png)" in page and "for every finished run" in page
     written = (folder / "sweep-fixture.curves.csv").read_bytes()
     assert main([*arguments[:-4], "--root", str(tmp_path / "no-store"), "--destination", str(reports)]) == 0
     assert (folder / "sweep-fixture.curves.csv").read_bytes() == written  # from the committed curves alone
