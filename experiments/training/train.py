@@ -31,8 +31,8 @@ from experiments.training.language_model_module import LanguageModelModule
 from experiments.training.module import SequenceTaskModule
 from experiments.training.progress import StepProgressBar
 from experiments.training.requeue import requeue_callbacks
-from experiments.training.training_clock import TrainingClock
 from experiments.training.resumed_metrics import keep_rows_before
+from experiments.training.training_clock import TrainingClock
 from models.registry import build_backbone, build_language_model_from
 
 FAIL_AFTER_STEPS_VARIABLE = "XLSTM_SUITE_FAIL_AFTER_STEPS"
