@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 
 from experiments.atomic import write_text_atomic
 from experiments.config.artifacts import PlannedRun
+from experiments.per_run_results import read_per_run_results
 from experiments.sweeps.run_store import FIXED_COLUMNS
 
 SUFFIX = ".runs.csv"
@@ -63,17 +64,10 @@ def write_committed(path: Path, rows: pd.DataFrame) -> None:
     write_text_atomic(path, rows.to_csv(index=False))
 
 
-def read_committed(path: Path) -> pd.DataFrame | None:
-    """The committed rows, floats exactly as written (pandas >= 3 parses floats round-trip exact)."""
-    if not path.exists():
-        return None
-    return pd.read_csv(path)
-
-
 def committed_rows(*paths: Path) -> pd.DataFrame | None:
     """The committed rows of the files at ``paths`` that exist, a run id in an earlier file winning over a later
     one (the rows beside the report written, then the repository's)."""
-    frames = [frame for frame in (read_committed(path) for path in dict.fromkeys(paths)) if frame is not None]
+    frames = [frame for frame in (read_per_run_results(path) for path in dict.fromkeys(paths)) if frame is not None]
     if not frames:
         return None
     return pd.concat(frames, ignore_index=True).drop_duplicates("run_id", keep="first").reset_index(drop=True)

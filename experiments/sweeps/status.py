@@ -8,7 +8,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import pandas as pd
 from rich import box
 from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -28,6 +27,7 @@ from experiments.config.artifacts import (
 from experiments.config.run_schema import INITIAL
 from experiments.config.titles import title_of
 from experiments.paths import REPORTS, checked_folder
+from experiments.per_run_results import read_per_run_results
 from experiments.sweeps.claims import DEFAULT_STALE_AFTER_SECONDS
 from experiments.sweeps.compute_estimate import Accelerator, RunCompute, estimate_text, run_compute
 from experiments.sweeps.run_outcome import RunOutcome
@@ -163,7 +163,7 @@ def committed_done_ids(reports: Path, scale: str, artifact: str) -> set[str]:
     """The run ids that the committed per-run results of the artifact's reports at ``scale`` hold as done."""
     done: set[str] = set()
     for path in own_report_files(reports, scale, artifact, RUNS_SUFFIX):
-        rows = pd.read_csv(path, usecols=["run_id", "status"], dtype=str)
+        rows = read_per_run_results(path)
         done.update(rows.loc[rows["status"] == "done", "run_id"])
     return done
 
