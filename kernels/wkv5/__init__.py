@@ -5,8 +5,9 @@ Per head, with key/value channels of size DH, a decay ``w = exp(log_decay)`` per
 
     y_t = r_t^T (S_{t-1} + diag(u) k_t v_t^T)        S_t = diag(w) S_{t-1} + k_t v_t^T
 
-The torch backend is chunked: within a chunk of L steps the pairwise weights ``w^(i-1-j)`` are formed directly
-(exponents never positive, so no overflow for any decay), across chunks the (DH x DH) state carries the past.
+The torch backend is chunked: within a chunk of L steps the weights ``w^(i-1-j)`` are folded into r and k around the
+chunk's middle (one matmul) where the decays allow it without overflow, else formed pair by pair (exponents never
+positive, so no overflow for any decay); across chunks the (DH x DH) state carries the past.
 """
 
 import torch
@@ -30,17 +31,44 @@ def _check(r, k, v, log_decay, bonus, state) -> None:
         raise ValueError(f"wkv5 state must have shape (B, NH, DH, DH) = {(B, NH, DH, DH)}; got {tuple(state.shape)}")
 
 
+FACTORISED_EXPONENT_LIMIT = 60.0  # e^60 ~ 1e26: a factor of the factorised scores, far inside float32's range
+
+
+def factorised_scores_fit(log_decay: torch.Tensor, L: int) -> bool:
+    """Whether w^(i-1-j) may be split into w^(i-1-m) w^(m-j) around the chunk's middle m: every factor, and every
+    product above the diagonal (masked, but computed), stays below e^FACTORISED_EXPONENT_LIMIT."""
+    return bool(log_decay.detach().min() * L > -FACTORISED_EXPONENT_LIMIT)
+
+
+def _pairwise_scores(r, k, log_decay, L):
+    """r_i^T diag(w^(i-1-j)) k_j for j < i, else 0, from the (L, L, DH) pair weights (no overflow for any decay);
+    r, k (B, NH, NC, L, DH) -> (B, NH, NC, L, L)."""
+    position = torch.arange(L, device=r.device, dtype=r.dtype)  # (L,)
+    lag = position[:, None] - 1 - position[None, :]  # (L, L): i - 1 - j
+    pair_decay = torch.exp(lag.clamp(min=0)[None, :, :, None] * log_decay[:, None, None, :])  # (NH, L, L, DH)
+    pair_decay = pair_decay * (lag >= 0)[None, :, :, None]
+    return torch.einsum("bhcid,hijd,bhcjd->bhcij", r, pair_decay, k)
+
+
+def _factorised_scores(r, k, log_decay, L):
+    """The same scores as one matmul: w^(i-1-j) = w^(i-1-m) w^(m-j) with m = L // 2, the decays folded into r and k
+    (factorised_scores_fit says when that is safe); (B, NH, NC, L, DH) -> (B, NH, NC, L, L)."""
+    position = torch.arange(L, device=r.device, dtype=r.dtype)  # (L,)
+    middle = L // 2
+    r_scaled = r * torch.exp((position - 1 - middle)[:, None] * log_decay[:, None, :])[:, None]  # (B, NH, NC, L, DH)
+    k_scaled = k * torch.exp((middle - position)[:, None] * log_decay[:, None, :])[:, None]  # (B, NH, NC, L, DH)
+    causal = position[:, None] > position[None, :]  # (L, L): j < i
+    return torch.where(causal, r_scaled @ k_scaled.transpose(-2, -1), 0.0)
+
+
 def _full_chunks(r, k, v, log_decay, bonus, state, L):
     """Outputs and final state for S a multiple of L; r, k, v (B, NH, S, DH), state (B, NH, DH, DH)."""
     B, NH, S, DH = r.shape
     NC = S // L
     r, k, v = (x.reshape(B, NH, NC, L, DH) for x in (r, k, v))
     position = torch.arange(L, device=r.device, dtype=r.dtype)  # (L,)
-    lag = position[:, None] - 1 - position[None, :]  # (L, L): i - 1 - j
-    causal = lag >= 0  # strictly below the diagonal
-    pair_decay = torch.exp(lag.clamp(min=0)[None, :, :, None] * log_decay[:, None, None, :])  # (NH, L, L, DH)
-    pair_decay = pair_decay * causal[None, :, :, None]
-    scores = torch.einsum("bhcid,hijd,bhcjd->bhcij", r, pair_decay, k)  # (B, NH, NC, L, L)
+    scores_of = _factorised_scores if factorised_scores_fit(log_decay, L) else _pairwise_scores
+    scores = scores_of(r, k, log_decay, L)  # (B, NH, NC, L, L)
     current = torch.einsum("bhcid,hd,bhcid->bhci", r, bonus, k)  # (B, NH, NC, L): the bonus term of step i
     y = scores @ v + current[..., None] * v  # (B, NH, NC, L, DH)
 

@@ -10,7 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kernels.wkv5 import wkv5, wkv5_step
+import kernels.wkv5 as wkv5_module
+from kernels.wkv5 import factorised_scores_fit, wkv5, wkv5_step
 from models.language_model import LanguageModel
 from models.registry import build_backbone
 from models.rwkv5.config import LANGUAGE_MODEL_PRESETS
@@ -60,6 +61,26 @@ def test_chunked_wkv_equals_the_papers_sum_form(length, chunk_size, strong_decay
         y_t, step_state = wkv5_step(r[:, :, t], k[:, :, t], v[:, :, t], log_decay, u, step_state)
         torch.testing.assert_close(y_t, expected[:, :, t], rtol=0, atol=1e-11)
     assert torch.isfinite(wkv5(r * 1e3, k * 1e3, v, log_decay, u, chunk_size=chunk_size)).all()
+
+
+@pytest.mark.parametrize("strong_decay", [False, True])
+def test_each_length_takes_the_scores_form_its_decays_allow_and_both_forms_agree(monkeypatch, strong_decay):
+    """The chunk's scores come from one matmul with the decays folded into r and k where no factor can overflow,
+    else from the pair weights; the sum form checks the whole kernel above, here both forms of the same chunks."""
+    r, k, v, time_decay, u, state = _random_wkv_inputs(3, S=32, strong_decay=strong_decay)
+    log_decay = -torch.exp(time_decay if strong_decay else time_decay.clamp(max=1))  # down to e^-e per step
+    assert factorised_scores_fit(log_decay, 16) is not strong_decay  # decays of e^-20 per step need the pairs
+    assert factorised_scores_fit(log_decay, 1000) is False
+    chunks = [x.reshape(2, 3, 2, 16, 5) for x in (r, k)]
+    pairwise = wkv5_module._pairwise_scores(*chunks, log_decay, 16)
+    if not strong_decay:
+        torch.testing.assert_close(wkv5_module._factorised_scores(*chunks, log_decay, 16), pairwise)
+    taken = []
+    for name in ("_factorised_scores", "_pairwise_scores"):
+        form = getattr(wkv5_module, name)
+        monkeypatch.setattr(wkv5_module, name, lambda *args, form=form, name=name: taken.append(name) or form(*args))
+    wkv5(r, k, v, log_decay, u, chunk_size=16)
+    assert taken == ["_pairwise_scores" if strong_decay else "_factorised_scores"]  # one call: 32 steps, 2 chunks
 
 
 def _fla_naive_recurrent_rwkv6():
