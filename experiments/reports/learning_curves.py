@@ -19,6 +19,7 @@ from experiments.atomic import write_text_atomic
 from experiments.config.artifacts import PlannedRun
 from experiments.display import model_name, value_name
 from experiments.reports.committed_runs import SOURCE
+from experiments.reports.figures import save
 from experiments.reports.palette import colours
 from experiments.sweeps.run_store import METRICS_FILE, run_directory
 
@@ -95,8 +96,15 @@ def curves_frame(
     return pd.concat(pieces, ignore_index=True)[columns] if pieces else pd.DataFrame(columns=columns)
 
 
-def write_curves(path: Path, curves: pd.DataFrame) -> None:
-    write_text_atomic(path, curves.to_csv(index=False))
+def stage_curves(curves: pd.DataFrame, staged: Path, panel_keys: list[str], what: str, finished: int) -> str:
+    """Write the curves and their figure beside the staged report ``staged`` (its stem) and return the page's
+    section; ``what`` names the report in the figure's title, ``finished`` counts its finished runs."""
+    write_text_atomic(curves_path(staged), curves.to_csv(index=False))
+    metric = curves.columns[-1]
+    figure = curves_figure(curves, metric, panel_keys, f"{what}: {metric} during training")
+    save(figure, staged.with_name(staged.name + FIGURE_SUFFIX))
+    figure_name = f"{staged.name}{FIGURE_SUFFIX}.png"
+    return curves_markdown(figure_name, curves_path(staged).name, metric, curves["run_id"].nunique(), finished)
 
 
 def curves_figure(curves: pd.DataFrame, metric: str, panel_keys: list[str], title: str) -> plt.Figure | None:

@@ -40,12 +40,10 @@ from experiments.reports.learning_curves import FIGURE_SUFFIX as CURVES_FIGURE_S
 from experiments.reports.learning_curves import SUFFIX as CURVES_SUFFIX
 from experiments.reports.learning_curves import (
     curve_metric,
-    curves_figure,
     curves_frame,
-    curves_markdown,
     curves_path,
     read_committed_curves,
-    write_curves,
+    stage_curves,
 )
 from experiments.reports.paper_columns import (
     paired_names,
@@ -299,17 +297,10 @@ def write_files(
             detail.to_csv(detail_csv, index_label="name")
             page += "\n" + detail_markdown(artifact.layout, runs, artifact.selection["mode"], detail_csv.name)
         if curves is not None and not curves.empty:
-            write_curves(curves_path(staged), curves)
-            metric = curves.columns[-1]
-            title = f"{artifact.name} ({scale}): {metric} during training"
             panel_keys = [key for key in artifact.report["cells"] if key != "model"]
             panel_keys += [key for key in artifact.selection.get("choose", []) if key not in panel_keys]
-            figure = curves_figure(curves, metric, panel_keys, title)
-            save(figure, staged.with_name(staged.name + CURVES_FIGURE_SUFFIX))
-            figure_file = f"{stem.name}{CURVES_FIGURE_SUFFIX}.png"
             finished = int((runs["status"] == "done").sum())
-            drawn = curves["run_id"].nunique()
-            page += "\n" + curves_markdown(figure_file, curves_path(stem).name, metric, drawn, finished)
+            page += "\n" + stage_curves(curves, staged, panel_keys, f"{artifact.name} ({scale})", finished)
         staged.with_suffix(".md").write_text(page)
         with locked(stem.parent):
             if (kept := refusal()) is not None:
