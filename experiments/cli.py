@@ -108,7 +108,7 @@ def run_command(argv: list[str] | None) -> int:
             return status_command(arguments)
         if arguments.command == "prepare":
             return prepare_command(arguments)
-        from experiments.config.artifacts import known_artifacts, load_artifact
+        from experiments.config.artifacts import load_artifact, named_artifacts
         from experiments.reports.repository import repository_root, which_repository
 
         if (which := which_repository()) is not None:  # committed rows are read there whatever the destination
@@ -125,7 +125,7 @@ def run_command(argv: list[str] | None) -> int:
         where = parse_where(arguments.where)
         planned = {
             name: runs_where(load_artifact(name).runs(arguments.scale, arguments.overrides), where)
-            for name in (known_artifacts() if arguments.artifact == "all" else [arguments.artifact])
+            for name in named_artifacts(arguments.artifact, arguments.scale)
         }
         from experiments.reports.report import report_command
 

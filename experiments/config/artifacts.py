@@ -344,6 +344,14 @@ def known_artifacts() -> list[str]:
     return sorted(artifact_files())
 
 
+def named_artifacts(name: str, scale: str) -> list[str]:
+    """The artifacts a command's ARTIFACT names at ``scale``: the one named, or for 'all' every artifact that declares
+    the scale (the others have nothing planned there)."""
+    if name != "all":
+        return [name]
+    return [known for known in known_artifacts() if scale in load_artifact(known).scales]
+
+
 def load_artifact(name: str) -> Artifact:
     files = artifact_files()
     if name not in files:

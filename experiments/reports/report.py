@@ -20,6 +20,7 @@ from experiments.config.artifacts import (
     PlannedRun,
     known_artifacts,
     load_artifact,
+    named_artifacts,
 )
 from experiments.reports.committed_runs import (
     committed_path,
@@ -327,7 +328,10 @@ def report_command(arguments, planned: dict[str, list[PlannedRun]] | None = None
     """Exit code 0 if a report was written (for ``all``: at least one), else 1. ``planned``: artifact name -> its
     runs at the arguments' scale and overrides, where the caller has planned them."""
     console = Console()
-    names = known_artifacts() if arguments.artifact == "all" else [arguments.artifact]
+    names = named_artifacts(arguments.artifact, arguments.scale)
+    if arguments.artifact == "all":  # an artifact without the scale has nothing to report there: one line each
+        for name in sorted(set(known_artifacts()) - set(names)):
+            console.print(f"[yellow]skipped[/] {name}: it declares no {arguments.scale} scale", highlight=False)
     for name in names:  # unknown names, bad paper numbers and paper columns fail before anything is written
         artifact = load_artifact(name)
         numbers = paper_numbers_of(artifact.paper)

@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from experiments.cli import run_command as cli_main
-from experiments.config.artifacts import load_artifact
+from experiments.config.artifacts import load_artifact, named_artifacts
 from experiments.config.configuration import ConfigError
 from experiments.sweeps.run_execution import execute_run
 from experiments.sweeps.status import list_artifacts
@@ -82,6 +82,15 @@ def test_a_scale_the_artifact_does_not_declare_is_refused_and_not_listed(tmp_pat
         load_artifact("smoke-only").runs("paper")
     _, rows = printed(list_artifacts(tmp_path, ["smoke-only"], ["smoke", "mini", "paper"]))
     assert [row[1] for row in rows] == ["smoke"]
+
+
+def test_all_names_only_the_artifacts_that_declare_the_scale(artifact_folder):
+    fixture = (FIXTURES / "sweep-fixture.yaml").read_text()
+    smoke_only = fixture.replace("artifact: sweep-fixture", "artifact: smoke-only")
+    (artifact_folder / "smoke-only.yaml").write_text(smoke_only[: smoke_only.index("  mini:")])
+    assert "smoke-only" in named_artifacts("all", "smoke") and "sweep-fixture" in named_artifacts("all", "smoke")
+    assert "smoke-only" not in named_artifacts("all", "mini") and "sweep-fixture" in named_artifacts("all", "mini")
+    assert named_artifacts("smoke-only", "mini") == ["smoke-only"]  # named, it is refused later, with its scales
 
 
 def test_sweep_of_mqar_main_at_mini_is_refused_with_its_scales():
