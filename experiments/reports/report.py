@@ -60,6 +60,8 @@ from experiments.reports.paper_numbers import (
 )
 from experiments.reports.parameter_counts import with_parameter_counts
 from experiments.reports.report_text import figure_title, markdown
+from experiments.reports.report_variants import SUFFIX as VARIANT_SUFFIX
+from experiments.reports.report_variants import committed_variants, write_variant
 from experiments.reports.repository import repository_reports, repository_root
 from experiments.reports.selection import merged_runs, select_cells
 from experiments.reports.staging import locked, publish, staging_folder
@@ -240,7 +242,8 @@ def write_report(
         return ReportOutcome("kept", f"{name} ({scale}): {kept}")
     try:
         described = [*extra_overrides, *(f"--where {pair}" for pair in where)]  # what the page says it shows
-        paths = write_files(artifact, planned, runs, table, scale, stem, described, refusal, curves)
+        variant = (list(extra_overrides), list(where)) if extra_overrides or where else None
+        paths = write_files(artifact, planned, runs, table, scale, stem, described, refusal, curves, variant)
     except ReplacedMeanwhile as kept:
         return ReportOutcome("kept", f"{name} ({scale}): not written: another report replaced it meanwhile; {kept}")
     return ReportOutcome("written", f"{name} ({scale}): {finished} of {len(table)} cells finished", paths)
@@ -272,6 +275,7 @@ def write_files(
     extra_overrides: Sequence[str],
     refusal: Callable[[], str | None],
     curves: pd.DataFrame | None = None,
+    variant: tuple[list[str], list[str]] | None = None,
 ) -> list[Path]:
     """The per-run results, the cell table, the figure and the page, written into a staging folder and then moved
     into place together (a report killed midway leaves the previous one whole). They replace the existing report
@@ -303,6 +307,8 @@ def write_files(
             finished = int((runs["status"] == "done").sum())
             page += "\n" + stage_curves(curves, staged, panel_keys, f"{artifact.name} ({scale})", finished)
         staged.with_suffix(".md").write_text(page)
+        if variant is not None:  # what `report all` regenerates it with
+            write_variant(staged, *variant)
         with locked(stem.parent):
             if (kept := refusal()) is not None:
                 raise ReplacedMeanwhile(kept)
@@ -321,6 +327,7 @@ REPORT_FILE_ORDER = [
     ".pdf",
     f"{CURVES_FIGURE_SUFFIX}.png",
     f"{CURVES_FIGURE_SUFFIX}.pdf",
+    VARIANT_SUFFIX,
 ]
 
 
@@ -343,18 +350,23 @@ def report_command(arguments, planned: dict[str, list[PlannedRun]] | None = None
             raise ValueError(f"configs/paper/{name}.yaml: " + "; ".join(problems))
     root = Path(arguments.root) if arguments.root else repository_root() / "results" / "runs"
     destination = Path(arguments.destination) if arguments.destination else repository_reports()
+    reports = [
+        (name, list(arguments.overrides), list(getattr(arguments, "where", ())), (planned or {}).get(name))
+        for name in names
+    ]
+    if arguments.artifact == "all" and not arguments.overrides:  # and each committed report made with overrides
+        committed = repository_reports()
+        variants = {name: committed_variants(committed, arguments.scale, name) for name in names}
+        reports = [
+            report
+            for base in reports
+            for report in [base, *((base[0], overrides, where, None) for overrides, where in variants[base[0]])]
+        ]
     outcomes = []
-    for name in names:
+    for name, overrides, where, planned_runs in reports:
         with stop_signals_raise():  # a stop while it writes removes its staging folder (cli names the signal)
             outcome = write_report(
-                name,
-                arguments.scale,
-                root,
-                destination,
-                arguments.overrides,
-                arguments.force,
-                (planned or {}).get(name),
-                getattr(arguments, "where", ()),
+                name, arguments.scale, root, destination, overrides, arguments.force, planned_runs, where
             )
         outcomes.append(outcome)
         if outcome.status == "written":

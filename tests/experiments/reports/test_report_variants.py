@@ -1,0 +1,22 @@
+"""A report made with overrides records them beside itself, and `report all` finds them there to regenerate it."""
+
+import json
+
+import pytest
+
+from experiments.reports.report import write_report
+from experiments.reports.report_variants import committed_variants
+from tests.experiments.reports.test_reports import FIXTURE, NO_TORCH, sweep
+
+
+def test_a_report_with_overrides_records_them_and_the_artifacts_own_report_does_not(tmp_path):
+    sweep(tmp_path / "runs")
+    outcome = write_report(FIXTURE, "smoke", tmp_path / "runs", tmp_path / "reports", extra_overrides=NO_TORCH)
+    [record] = [path for path in outcome.paths if path.name.endswith(".overrides.json")]
+    assert json.loads(record.read_text()) == {"overrides": NO_TORCH, "where": []}
+    assert committed_variants(tmp_path / "reports", "smoke", FIXTURE) == [(NO_TORCH, [])]
+    assert committed_variants(tmp_path / "reports", "smoke", "sweep") == []  # another artifact's name prefix
+    assert committed_variants(tmp_path / "reports", "mini", FIXTURE) == []
+    record.write_text("{not json")
+    with pytest.raises(ValueError, match="is not a report's overrides"):
+        committed_variants(tmp_path / "reports", "smoke", FIXTURE)
