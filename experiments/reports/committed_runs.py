@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 
 from experiments.atomic import write_text_atomic
 from experiments.config.artifacts import PlannedRun
-from experiments.per_run_results import read_per_run_results
+from experiments.sweeps.per_run_results import read_per_run_results
 from experiments.sweeps.run_store import FIXED_COLUMNS
 
 SUFFIX = ".runs.csv"

@@ -27,9 +27,9 @@ from experiments.config.artifacts import (
 from experiments.config.run_schema import INITIAL
 from experiments.config.titles import title_of
 from experiments.paths import REPORTS, checked_folder
-from experiments.per_run_results import read_per_run_results
 from experiments.sweeps.claims import DEFAULT_STALE_AFTER_SECONDS
 from experiments.sweeps.compute_estimate import Accelerator, RunCompute, estimate_text, run_compute
+from experiments.sweeps.per_run_results import read_per_run_results
 from experiments.sweeps.run_outcome import RunOutcome
 from experiments.sweeps.run_store import DIVERGED_METRIC, RUN_STORE, run_directory, run_status, runs_frame, store_frame
 from experiments.sweeps.run_subset import parse_where, same_value

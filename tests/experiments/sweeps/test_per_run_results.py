@@ -3,7 +3,7 @@ error naming it (for `report` and `list`), never a pandas traceback."""
 
 import pytest
 
-from experiments.per_run_results import read_per_run_results
+from experiments.sweeps.per_run_results import read_per_run_results
 from experiments.sweeps.status import list_artifacts
 
 
