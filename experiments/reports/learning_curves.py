@@ -55,17 +55,14 @@ def store_curve(metrics_csv: Path, metric: str, steps: float) -> pd.DataFrame:
 
 
 def read_committed_curves(*paths: Path) -> pd.DataFrame | None:
-    """The committed curves of the files that exist, a run in an earlier file winning over a later one."""
-    frames = [pd.read_csv(path) for path in dict.fromkeys(paths) if path.exists()]
-    frames = [frame for frame in frames if not frame.empty]
+    """The committed curves of the files that exist (run ids as text), a run in an earlier file winning over a
+    later one (the curves beside the report written, then the repository's)."""
+    frames = [pd.read_csv(path, dtype={"run_id": str}) for path in dict.fromkeys(paths) if path.exists()]
     if not frames:
         return None
-    kept, seen = [], set()
-    for frame in frames:
-        fresh = frame[~frame["run_id"].isin(seen)]
-        kept.append(fresh)
-        seen |= set(fresh["run_id"])
-    return pd.concat(kept, ignore_index=True)
+    curves = pd.concat(frames, keys=range(len(frames)), names=["file", None]).reset_index(level="file")
+    first_file = curves.groupby("run_id")["file"].transform("min")
+    return curves[curves["file"] == first_file].drop(columns="file").reset_index(drop=True)
 
 
 def curves_frame(
@@ -107,11 +104,9 @@ def stage_curves(curves: pd.DataFrame, staged: Path, panel_keys: list[str], what
     return curves_markdown(figure_name, curves_path(staged).name, metric, curves["run_id"].nunique(), finished)
 
 
-def curves_figure(curves: pd.DataFrame, metric: str, panel_keys: list[str], title: str) -> plt.Figure | None:
+def curves_figure(curves: pd.DataFrame, metric: str, panel_keys: list[str], title: str) -> plt.Figure:
     """A panel per value of ``panel_keys`` (the report's cells other than the model, and the keys it chooses
-    among), titled by them, a model's own colour, a line per run (its seeds alike)."""
-    if curves.empty:
-        return None
+    among), titled by them, a model's own colour, a line per run (its seeds alike); ``curves`` has rows."""
     panel_keys = [key for key in panel_keys if key in curves]  # one value too: the panel says what it shows
     data = curves.assign(
         panel=[

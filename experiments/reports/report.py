@@ -350,18 +350,14 @@ def report_command(arguments, planned: dict[str, list[PlannedRun]] | None = None
             raise ValueError(f"configs/paper/{name}.yaml: " + "; ".join(problems))
     root = Path(arguments.root) if arguments.root else repository_root() / "results" / "runs"
     destination = Path(arguments.destination) if arguments.destination else repository_reports()
-    reports = [
-        (name, list(arguments.overrides), list(getattr(arguments, "where", ())), (planned or {}).get(name))
-        for name in names
-    ]
-    if arguments.artifact == "all" and not arguments.overrides:  # and each committed report made with overrides
-        committed = repository_reports()
-        variants = {name: committed_variants(committed, arguments.scale, name) for name in names}
-        reports = [
-            report
-            for base in reports
-            for report in [base, *((base[0], overrides, where, None) for overrides, where in variants[base[0]])]
-        ]
+    reports = []  # (artifact, overrides, where pairs, its planned runs where the caller planned them)
+    for name in names:
+        reports.append(
+            (name, list(arguments.overrides), list(getattr(arguments, "where", ())), (planned or {}).get(name))
+        )
+        if arguments.artifact == "all" and not arguments.overrides:  # and each committed report made with overrides
+            variants = committed_variants(repository_reports(), arguments.scale, name)
+            reports += [(name, overrides, where, None) for overrides, where in variants]
     outcomes = []
     for name, overrides, where, planned_runs in reports:
         with stop_signals_raise():  # a stop while it writes removes its staging folder (cli names the signal)

@@ -3,10 +3,10 @@ mini language-model reports) records them beside itself, ``<report>.overrides.js
 regenerates it with them in a clone, as it regenerates each artifact's own report."""
 
 import json
-import re
 from pathlib import Path
 
 from experiments.atomic import write_text_atomic
+from experiments.sweeps.status import own_report_files
 
 SUFFIX = ".overrides.json"
 
@@ -22,16 +22,12 @@ def write_variant(stem: Path, overrides: list[str], where: list[str]) -> None:
 def committed_variants(reports: Path, scale: str, artifact: str) -> list[tuple[list[str], list[str]]]:
     """The (overrides, where pairs) of each report of ``artifact`` at ``scale`` in ``reports`` made with them, in
     the order of their names; a record that is not one is a ValueError naming it."""
-    own = re.compile(rf"{re.escape(artifact)}-[0-9a-f]{{8}}{re.escape(SUFFIX)}")
     variants = []
-    for path in sorted((reports / scale).glob(f"{artifact}-*{SUFFIX}")):
-        if not own.fullmatch(path.name):
-            continue
+    for path in own_report_files(reports, scale, artifact, SUFFIX):
         try:
             record = json.loads(path.read_text())
             variants.append(([str(item) for item in record["overrides"]], [str(item) for item in record["where"]]))
         except (ValueError, KeyError, TypeError) as error:
-            raise ValueError(
-                f"{path} is not a report's overrides ({error!r}); `git checkout -- {path}` restores it"
-            ) from error
+            restore = f"`git checkout -- {path}` restores it"
+            raise ValueError(f"{path} is not a report's overrides ({error!r}); {restore}") from error
     return variants

@@ -8,7 +8,7 @@ from omegaconf import DictConfig
 
 from experiments.cli import main
 from experiments.config.artifacts import load_artifact
-from experiments.reports.learning_curves import curve_metric, store_curve
+from experiments.reports.learning_curves import curve_metric, read_committed_curves, store_curve
 from experiments.run_metrics import PARAMETERS_METRIC
 from experiments.sweeps.run_execution import execute_run
 
@@ -67,3 +67,16 @@ def test_the_report_commits_its_curves_and_a_clone_without_the_run_store_draws_t
     assert (folder / "sweep-fixture.curves.csv").read_bytes() == written  # from the committed curves alone
     assert "## Learning curves" in (folder / "sweep-fixture.md").read_text()  # the page rewritten, with them
     capsys.readouterr()
+
+
+def test_committed_curves_of_a_run_come_from_the_first_file_that_has_it_and_its_id_stays_text(tmp_path):
+    beside, repository = tmp_path / "beside.curves.csv", tmp_path / "repository.curves.csv"
+    beside.write_text("model,run_id,step,val/accuracy\nllama,012345678901,5,0.5\nllama,012345678901,10,0.9\n")
+    repository.write_text("model,run_id,step,val/accuracy\nllama,012345678901,5,0.1\nlstm,abcdefabcdef,5,0.2\n")
+    curves = read_committed_curves(beside, repository)
+    assert curves[["run_id", "step", "val/accuracy"]].values.tolist() == [
+        ["012345678901", 5, 0.5],
+        ["012345678901", 10, 0.9],
+        ["abcdefabcdef", 5, 0.2],
+    ]
+    assert read_committed_curves(tmp_path / "absent.curves.csv") is None
