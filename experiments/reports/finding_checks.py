@@ -9,6 +9,7 @@ import pandas as pd
 
 from experiments.display import model_name, task_name, value_name
 from experiments.reports.findings import (
+    LARGEST,
     NOT_FINISHED,
     NOT_IN_GRID,
     Finding,
@@ -70,14 +71,17 @@ class Checked:
 
 
 def selected(finding: Finding, table: pd.DataFrame) -> pd.DataFrame:
+    """The cells of ``where``; the value ``largest`` selects the largest value of its key among the cells (the
+    hardest setting at every scale, whose grids differ)."""
     for key, value in finding.where.items():
-        table = table[table[key] == value]
+        table = table[table[key] == (table[key].max() if value == LARGEST else value)]
     return table
 
 
 def where_words(finding: Finding) -> str:
     where = ", ".join(
-        f"{key} {task_name(str(value)) if key == 'task' else value}" for key, value in finding.where.items()
+        f"the largest {key}" if value == LARGEST else f"{key} {task_name(str(value)) if key == 'task' else value}"
+        for key, value in finding.where.items()
     )
     return f" on {where}" if where else ""
 
@@ -425,7 +429,7 @@ def check_beats(finding: Finding, table: pd.DataFrame, context: CheckContext) ->
     selection = selected(finding, table)
     digits = digits_for([*selection["ours"], *(value for metric in finding.metrics for value in selection[metric])])
     rows, agrees = [], []
-    for first, second in finding.beats.items():
+    for first, second in finding.beaten_pairs:
         mine, theirs = (compared_values(selection, subject, finding, context) for subject in (first, second))
         shared = [where for where in mine if where in theirs]
         better = [where for where in shared if context.better(mine[where], theirs[where])]

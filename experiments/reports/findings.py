@@ -1,5 +1,6 @@
 """The paper's findings for an artifact (its YAML's ``paper.findings``): each quotes the paper, selects cells
-(``where``, e.g. the Parity task) and names one check of our cells, whose rule its page states:
+(``where``, e.g. the Parity task, or
+``largest``: the largest value of a key among the cells) and names one check of our cells, whose rule its page states:
 
     expect: {solved: [...], unsolved: [...]}   with ``threshold``: the metric at which a run solves its task
     expect: {below: [...], above: [...]}       with ``than``: below / above the mean of that model's runs
@@ -10,7 +11,8 @@
     growth: {linear: [...], quadratic: [...]}  each model's growth class of ``metric`` in the layout's x
     change: {keeps: [...], rises: [...]}       each model's relative change of ``metric`` from its smallest x to its
                                                largest, within ``tolerance`` (keeps) or not (rises)
-    beats: {a: b, ...}                         model a better than b at every x (or over each of ``metrics``)
+    beats: {a: b, c: [d, e], ...}              model a better than b at every x (or over each of ``metrics``); a
+                                               list: better than each of them
     out_of_memory_first: [...]                 these models run out of memory at a smaller x than every other
 
 A model may also be named by the page's name of its cell or the paper's printed row ("Pre Up-Projection Block, With
@@ -49,6 +51,7 @@ FINDING_KEYS = (
 )
 CHECKS = ("expect", "order", "rank", "growth", "change", "beats", "out_of_memory_first")
 NOT_IN_GRID, NOT_FINISHED = "not in this scale's grid", "no finished run"
+LARGEST = "largest"  # a ``where`` value: the largest value of its key among the cells
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,8 @@ class Finding:
                 f"rank={self.rank!r} needs models (a list) and may give top (default 1) and by (a cell "
                 "key whose values are the groups)"
             )
+        if any(not (isinstance(others, str) or (isinstance(others, list) and others)) for others in self.beats.values()):
+            raise ValueError(f"beats={self.beats!r} maps a model to a model or a non-empty list of models")
         for name, classes in (("growth", GROWTH_CLASSES), ("change", CHANGE_CLASSES)):
             bad = sorted(set(getattr(self, name)) - set(classes))
             if bad:
@@ -110,6 +115,15 @@ class Finding:
         if self.expect:
             return "compare" if self.compares else "solved"
         return next(name for name in CHECKS[1:] if getattr(self, name))
+
+    @property
+    def beaten_pairs(self) -> list[tuple[str, str]]:
+        """The (better, worse) pairs of ``beats``, a list value giving one pair per model in it."""
+        return [
+            (first, second)
+            for first, others in self.beats.items()
+            for second in ([others] if isinstance(others, str) else others)
+        ]
 
     @property
     def compares(self) -> bool:

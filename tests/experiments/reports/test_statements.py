@@ -260,6 +260,31 @@ def test_a_beats_finding_holds_at_every_size_and_partly_at_some():
     assert judged(finding, rows([9.0, 9.0])) == DOES_NOT_HOLD
 
 
+def test_a_beats_finding_with_a_list_needs_the_model_better_than_each_of_them():
+    finding = Finding(quote="q", source="s", beats={"xlstm_1_1": ["mamba", "rwkv5"]})
+    rows = lambda rwkv5: [
+        {"model": "xlstm_1_1", "task": "mqar", "x": 64, "values": [0.9]},
+        {"model": "mamba", "task": "mqar", "x": 64, "values": [0.1]},
+        {"model": "rwkv5", "task": "mqar", "x": 64, "values": [rwkv5]},
+    ]
+    assert judged(finding, rows(0.5), mode="max") == HOLDS
+    assert judged(finding, rows(0.95), mode="max") == PARTLY  # better than Mamba, not than RWKV-5
+    with pytest.raises(ValueError, match="beats="):
+        Finding(quote="q", source="s", beats={"xlstm_1_1": []})
+
+
+def test_where_largest_selects_the_hardest_setting_of_the_scale():
+    finding = Finding(quote="q", source="s", where={"x": "largest"}, beats={"xlstm_1_1": "mamba"})
+    rows = [
+        {"model": "xlstm_1_1", "task": "mqar", "x": 4, "values": [0.5]},
+        {"model": "mamba", "task": "mqar", "x": 4, "values": [0.9]},
+        {"model": "xlstm_1_1", "task": "mqar", "x": 16, "values": [0.8]},
+        {"model": "mamba", "task": "mqar", "x": 16, "values": [0.1]},
+    ]
+    assert judged(finding, rows, mode="max") == HOLDS  # judged at x 16 only; at x 4 Mamba is better
+    assert judged(Finding(quote="q", source="s", beats={"xlstm_1_1": "mamba"}), rows, mode="max") == PARTLY
+
+
 def test_an_out_of_memory_finding_holds_when_the_model_runs_out_first():
     finding = Finding(quote="q", source="s", out_of_memory_first=["llama"])
     rows = lambda llama, rwkv: [
