@@ -12,6 +12,7 @@ from experiments.reports.findings import (
     LARGEST,
     NOT_FINISHED,
     NOT_IN_GRID,
+    NOT_MEASURED,
     Finding,
     agreement,
     holds_of,
@@ -430,6 +431,11 @@ def check_beats(finding: Finding, table: pd.DataFrame, context: CheckContext) ->
     digits = digits_for([*selection["ours"], *(value for metric in finding.metrics for value in selection[metric])])
     rows, agrees = [], []
     for first, second in finding.beaten_pairs:
+        absent = [subject for subject in (first, second) if not subject_mask(table, subject, context).any()]
+        if absent:  # a model the scale does not run
+            rows.append([subject_name(first), subject_name(second), NOT_IN_GRID, ""])
+            agrees.append(None)
+            continue
         mine, theirs = (compared_values(selection, subject, finding, context) for subject in (first, second))
         shared = [where for where in mine if where in theirs]
         better = [where for where in shared if context.better(mine[where], theirs[where])]
@@ -457,7 +463,9 @@ def check_beats(finding: Finding, table: pd.DataFrame, context: CheckContext) ->
         f"the second's {where}; partly when it is at some of them."
     )
     header = ["model", "than", "better at", "values (first vs second)"]
-    summary = "; ".join(f"{row[0]} better than {row[1]} at {row[2]}" for row in rows)
+    summary = "; ".join(f"{row[0]} better than {row[1]} at {row[2]}" for row in rows if row[2] != NOT_IN_GRID) or (
+        "no pair of its models runs at this scale"
+    )
     return Checked(rule, header, rows, agrees, holds_of(agrees), summary)
 
 
@@ -529,5 +537,6 @@ def checked_markdown(finding: Finding, checked: Checked) -> str:
     for row, agrees_one in zip(checked.rows, checked.agrees):
         shown = "-" if agrees_one is None else ("**no**" if agrees_one == "no" else agrees_one)
         lines.append("| " + " | ".join([*row, shown]) + " |")
-    lines += ["", f"**The finding {checked.holds}** at this scale: {checked.summary}."]
+    verdict = "is not measured" if checked.holds == NOT_MEASURED else checked.holds
+    lines += ["", f"**The finding {verdict}** at this scale: {checked.summary}."]
     return "\n".join(lines)

@@ -269,6 +269,8 @@ def test_a_beats_finding_with_a_list_needs_the_model_better_than_each_of_them():
     ]
     assert judged(finding, rows(0.5), mode="max") == HOLDS
     assert judged(finding, rows(0.95), mode="max") == PARTLY  # better than Mamba, not than RWKV-5
+    without_rwkv5 = [row for row in rows(0.5) if row["model"] != "rwkv5"]
+    assert judged(finding, without_rwkv5, mode="max") == HOLDS  # the pair with a model the scale lacks is not judged
     with pytest.raises(ValueError, match="beats="):
         Finding(quote="q", source="s", beats={"xlstm_1_1": []})
 
