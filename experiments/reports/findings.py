@@ -102,7 +102,9 @@ class Finding:
                 f"rank={self.rank!r} needs models (a list) and may give top (default 1) and by (a cell "
                 "key whose values are the groups)"
             )
-        if any(not (isinstance(others, str) or (isinstance(others, list) and others)) for others in self.beats.values()):
+        if any(
+            not (isinstance(others, str) or (isinstance(others, list) and others)) for others in self.beats.values()
+        ):
             raise ValueError(f"beats={self.beats!r} maps a model to a model or a non-empty list of models")
         for name, classes in (("growth", GROWTH_CLASSES), ("change", CHANGE_CLASSES)):
             bad = sorted(set(getattr(self, name)) - set(classes))
