@@ -460,7 +460,7 @@ def check_beats(finding: Finding, table: pd.DataFrame, context: CheckContext) ->
     )
     rule = (
         f"The first model agrees when its {finding.metric or context.metric} is {context.better_word} (better) than "
-        f"the second's {where}; partly when it is at some of them."
+        f"the second's {where}{where_words(finding)}; partly when it is at some of them."
     )
     header = ["model", "than", "better at", "values (first vs second)"]
     summary = "; ".join(f"{row[0]} better than {row[1]} at {row[2]}" for row in rows if row[2] != NOT_IN_GRID) or (

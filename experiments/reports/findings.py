@@ -1,6 +1,6 @@
 """The paper's findings for an artifact (its YAML's ``paper.findings``): each quotes the paper, selects cells
-(``where``, e.g. the Parity task, or
-``largest``: the largest value of a key among the cells) and names one check of our cells, whose rule its page states:
+(``where``, e.g. the Parity task; the value ``largest``: the largest value of its key among the cells) and names one
+check of our cells, whose rule its page states:
 
     expect: {solved: [...], unsolved: [...]}   with ``threshold``: the metric at which a run solves its task
     expect: {below: [...], above: [...]}       with ``than``: below / above the mean of that model's runs
