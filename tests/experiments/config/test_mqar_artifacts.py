@@ -84,3 +84,13 @@ def test_experiment_3_evaluates_the_three_largest_dimensions_trained_at_2048_on_
         run.config.model == run.trained_by.config.model and run.config.evaluate.run_id == run.trained_by.run_id
         for run in runs
     )
+
+
+def test_the_mini_extrapolation_evaluates_mqar_main_s_mini_runs_at_two_and_four_times_their_length():
+    runs = load_artifact("mqar-app-extrapolate").runs("mini")
+    trained = {run.run_id for run in load_artifact("mqar-main").runs("mini")}
+    assert len(runs) == 2 * len(trained) == 144
+    assert {run.trained_by.run_id for run in runs} == trained
+    assert {run.config.task.context_length for run in runs} == {128, 256}
+    assert {run.trained_by.config.task.context_length for run in runs} == {64}
+    assert all(run.config.task.num_kv_pairs == run.trained_by.config.task.num_kv_pairs for run in runs)

@@ -93,14 +93,14 @@ def test_all_names_only_the_artifacts_that_declare_the_scale(artifact_folder):
     assert named_artifacts("smoke-only", "mini") == ["smoke-only"]  # named, it is refused later, with its scales
 
 
-def test_sweep_of_mqar_main_at_mini_is_refused_with_its_scales():
+def test_sweep_of_mqar_app_big_at_mini_is_refused_with_its_scales():
     finished = subprocess.run(
-        [sys.executable, "-m", "experiments.cli", "sweep", "mqar-main", "--scale", "mini", "--dry-run"],
+        [sys.executable, "-m", "experiments.cli", "sweep", "mqar-app-big", "--scale", "mini", "--dry-run"],
         capture_output=True,
         text=True,
     )
     assert finished.returncode == 2
-    assert "artifact 'mqar-main' has no 'mini' scale; its scales: ['smoke', 'paper']" in finished.stderr
+    assert "artifact 'mqar-app-big' has no 'mini' scale; its scales: ['smoke', 'paper']" in finished.stderr
     assert "Traceback" not in finished.stderr
 
 
