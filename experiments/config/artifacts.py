@@ -39,6 +39,7 @@ ARTIFACT_KEYS = (
     "report",
     "paper",
     "scales",
+    "shares_runs",
 )
 # A scale's settings; ``reading``: what its results show and what they cannot, printed on its report page
 SCALE_KEYS = ("evaluates", "grid", "cell_grids", "exclude", "overrides", "cell_overrides", "reading", "report")
@@ -76,6 +77,10 @@ class Artifact:
     # replace the training cell's (e.g. a longer context length) or, for keys ``evaluate.settings.<name>``, the
     # kind's settings, with no training
     evaluates: dict[str, Any] = field(default_factory=dict)
+    # artifacts whose finished runs of the same computation (the run config less its ``artifact`` label) a sweep of
+    # this one copies instead of training again (experiments.sweeps.shared_runs), e.g. a figure's row that is
+    # another figure
+    shares_runs: list[str] = field(default_factory=list)
 
     @property
     def declared_scales(self) -> list[str]:
@@ -417,6 +422,7 @@ def artifact_from_yaml(path: Path) -> Artifact:
         cell_grids=content.get("cell_grids") or {},
         exclude=content.get("exclude") or [],
         evaluates=content.get("evaluates") or {},
+        shares_runs=shared_artifacts(content.get("shares_runs"), path),
     )
     for scale, settings in artifact.scales.items():
         scaled = (settings or {}).get("evaluates")
@@ -447,6 +453,19 @@ def artifact_from_yaml(path: Path) -> Artifact:
         except ValueError as error:
             raise ValueError(f"{path}: {error}") from None
     return artifact
+
+
+def shared_artifacts(names: Any, path: Path) -> list[str]:
+    """The ``shares_runs`` list: names of other artifact files; ValueError naming the valid choices otherwise."""
+    if names is None:
+        return []
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise ValueError(f"{path}: shares_runs: must be a list of artifact names, got {names!r}")
+    choices = sorted(set(artifact_files()) - {path.stem})
+    unknown = [name for name in names if name not in choices]
+    if unknown:
+        raise ValueError(f"{path}: shares_runs: unknown artifacts {unknown}; valid choices: {choices}")
+    return names
 
 
 def evaluates_problem(evaluates: Any, base: bool) -> str | None:

@@ -43,6 +43,7 @@ from experiments.sweeps.run_store import (
     run_status,
 )
 from experiments.sweeps.run_subset import parse_where, runs_where
+from experiments.sweeps.shared_runs import copy_shared_runs
 from experiments.sweeps.slurm_sweep import (
     POLL_SECONDS,
     TrackedRun,
@@ -179,10 +180,15 @@ def plan_and_run(
         check_processes(runs, hydra_launcher)
     if dry_run:
         print_plan(console, artifact, scale, runs, root, stale_after_seconds, verbose, accelerator, overrides)
+        copy_shared_runs(artifact, scale, overrides, runs, root, console, dry_run=True)
         if is_slurm(hydra_launcher):
             print_launcher_plan(console, runs, hydra_launcher, accelerator)
         return 0
     pending = [run for run in runs if run.unavailable is None and finished_result(run_directory(run, root)) is None]
+    if pending and artifact.shares_runs:
+        check_store_writable(root)
+        copied = copy_shared_runs(artifact, scale, overrides, pending, root, console)
+        pending = [run for run in pending if run.run_id not in copied]
     waiting = waiting_for_training(pending, root, overrides, artifact.evaluates_of(scale).get("where"))
     pending = [run for run in pending if run.run_id not in waiting]
     queued = jobs_in_queue(pending, root, console)  # submitted before and still queued or running: never again

@@ -93,14 +93,17 @@ def test_all_names_only_the_artifacts_that_declare_the_scale(artifact_folder):
     assert named_artifacts("smoke-only", "mini") == ["smoke-only"]  # named, it is refused later, with its scales
 
 
-def test_sweep_of_mqar_app_big_at_mini_is_refused_with_its_scales():
+def test_sweep_at_a_scale_the_artifact_lacks_is_refused_with_its_scales(artifact_folder):
+    fixture = (FIXTURES / "sweep-fixture.yaml").read_text()
+    smoke_only = fixture.replace("artifact: sweep-fixture", "artifact: smoke-only")
+    (artifact_folder / "smoke-only.yaml").write_text(smoke_only[: smoke_only.index("  mini:")])
     finished = subprocess.run(
-        [sys.executable, "-m", "experiments.cli", "sweep", "mqar-app-big", "--scale", "mini", "--dry-run"],
+        [sys.executable, "-m", "experiments.cli", "sweep", "smoke-only", "--scale", "mini", "--dry-run"],
         capture_output=True,
         text=True,
     )
     assert finished.returncode == 2
-    assert "artifact 'mqar-app-big' has no 'mini' scale; its scales: ['smoke', 'paper']" in finished.stderr
+    assert "artifact 'smoke-only' has no 'mini' scale; its scales: ['smoke']" in finished.stderr
     assert "Traceback" not in finished.stderr
 
 
