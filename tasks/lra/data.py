@@ -16,7 +16,7 @@ import numpy as np
 from tasks.data_cache import cached_arrays
 from tasks.fixed_sets import TEST_STREAM, TRAIN_STREAM, VALIDATION_STREAM, FixedSet, FixedSetsDataModule
 from tasks.lra import image_generator, listops_generator, pathfinder_generator, retrieval_generator
-from tasks.lra.cifar_reader import TEST_FILES, TRAIN_FILES, grey, read_cifar
+from tasks.lra.cifar_reader import SIDE, TEST_FILES, TRAIN_FILES, grey, read_cifar
 from tasks.lra.listops_reader import read_listops_split
 from tasks.lra.pathfinder_reader import read_pathfinder
 from tasks.lra.retrieval_reader import read_retrieval_split
@@ -152,6 +152,17 @@ def generated_images(config, stream: int) -> tuple[np.ndarray, np.ndarray]:
     return arrays["pixels"], arrays["labels"]
 
 
+def pooled_pixels(pixels: np.ndarray, pool: int) -> np.ndarray:
+    """(N, (32 / pool)^2, C) uint8: each image of (N, 1024, C) uint8 row-major pixels averaged over squares of pool x
+    pool pixels (rounded), row-major; the pixels themselves for pool 1."""
+    if pool == 1:
+        return pixels
+    count, _, channels = pixels.shape
+    side = SIDE // pool
+    squares = pixels.reshape(count, side, pool, side, pool, channels).astype(np.float32)  # (N, side, p, side, p, C)
+    return np.rint(squares.mean(axis=(2, 4))).astype(np.uint8).reshape(count, side * side, channels)
+
+
 class ListOpsDataModule(FixedSetsDataModule):
     """Batches: inputs (B, S) int64 tokens padded with 0; targets (B, S) the value 0-9 at the sequence's positions,
     IGNORE_INDEX at its padding."""
@@ -186,6 +197,7 @@ class ImageDataModule(FixedSetsDataModule):
             ]
             pixels, labels = pixels[rows], labels[rows]
         channels = self.config.channels
+        pixels = pooled_pixels(pixels, self.config.pool)
         return PixelSequenceSet(grey(pixels) if channels == 1 else pixels, labels, *NORMALISATION[channels])
 
     @functools.cached_property

@@ -6,6 +6,7 @@ from typing import Literal
 from tasks.lra.source import GeneratedSetsFields, source_problems
 from tasks.spec import TaskSpec
 
+SIDE = 32  # CIFAR-10's pixels per side (tasks.lra.cifar_reader, which needs numpy)
 NAMES = {1: "lra_image_grey", 3: "lra_image_rgb"}
 
 
@@ -15,13 +16,15 @@ class ImageTaskConfig(GeneratedSetsFields):
     Orvieto et al. 2023), classified into the 10 classes; from ``source``, the release folder cifar-10-batches-py,
     where validation is ``val_fraction`` of the training images, drawn with ``data_seed`` (state-spaces/s4: 0.1) and
     the test set is test_batch; or generated, the stand-in of ten shapes in CIFAR-10's format
-    (tasks.lra.image_generator: train/val/test_samples images from data_seed)."""
+    (tasks.lra.image_generator: train/val/test_samples images from data_seed). ``pool``: each image averaged over
+    squares of pool x pool pixels, a sequence of (32 / pool)^2 pixels (1: the LRA's 1024; 2: 256, for a CPU)."""
 
     name: Literal["lra_image_grey", "lra_image_rgb"]
     family: Literal["lra_image"]
     source: str
     channels: Literal[1, 3]
     val_fraction: float = field(metadata={"above": 0, "at_most": 0.5})
+    pool: Literal[1, 2, 4] = 1
 
     def spec(self) -> TaskSpec:
         """Ten classes; guessing scores 0.1 (the paper's random baseline)."""
@@ -34,7 +37,7 @@ class ImageTaskConfig(GeneratedSetsFields):
             group="long range arena",
             output_kind="sequence_class",
             pooling=self.pooling,
-            fixed_length=32 * 32,
+            fixed_length=(SIDE // self.pool) ** 2,
         )
 
     def problems(self) -> list[str]:

@@ -94,6 +94,7 @@ def test_listops_defaults_are_the_release_recipe():
             "task.source='' is empty; valid: 'generated' or the path of the release folder",
         ),
         ("lra_image_grey", "task.channels=2", "task.channels=2 is not valid; valid choices: [1, 3]"),
+        ("lra_image_rgb", "task.pool=3", "task.pool=3 is not valid; valid choices: [1, 2, 4]"),
         (
             "lra_image_grey",
             "task.channels=3",
@@ -266,3 +267,19 @@ def test_generated_image_batches_are_the_same_images_in_grey_and_colour(monkeypa
     inputs, targets = next(iter(module.train_dataloader()))
     assert tuple(inputs.shape) == (4, 1024, channels) and tuple(targets.shape) == (4, 1024)
     assert (targets == targets[:, :1]).all() and ((targets >= 0) & (targets < 10)).all()
+
+
+def test_pooled_cifar_images_are_torchs_average_pool_of_the_release_images(tmp_path):
+    torch = pytest.importorskip("torch")
+    cifar = write_cifar(tmp_path / "cifar-10-batches-py", images_per_batch=4)
+    base = {**task_config("lra_image_rgb"), "source": str(cifar)}
+    full = ImageDataModule(task_family("lra_image").config(**base), batch_size=2).stream_set(TEST_STREAM)
+    pooled = ImageDataModule(task_family("lra_image").config(**{**base, "pool": 2}), batch_size=2).stream_set(
+        TEST_STREAM
+    )
+    images = torch.from_numpy(full.pixels.astype(np.float32)).reshape(4, 32, 32, 3).permute(0, 3, 1, 2)  # (N, C, H, W)
+    expected = torch.nn.functional.avg_pool2d(images, 2).round().permute(0, 2, 3, 1).reshape(4, 256, 3)
+    assert pooled.pixels.shape == (4, 256, 3) and np.array_equal(pooled.pixels, expected.numpy().astype(np.uint8))
+    assert task_family("lra_image").config(**{**base, "pool": 2}).spec().fixed_length == 256
+    inputs, targets = pooled.examples(np.arange(2))
+    assert inputs.shape == (2, 256, 3) and targets.shape == (2, 256)
