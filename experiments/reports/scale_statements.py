@@ -98,21 +98,24 @@ def best_markdown(table: pd.DataFrame, names: pd.Series, context: CheckContext, 
     return f"Best ({word} {context.metric}): " + "; ".join(parts) + "."
 
 
-def solved_markdown(table: pd.DataFrame, solved_at: float, metric: str, groups: list[str]) -> str | None:
-    """Per task, the models whose every run reaches ``solved_at``, those some runs reach, and those none does."""
+def solved_markdown(
+    table: pd.DataFrame, names: pd.Series, solved_at: float, metric: str, groups: list[str]
+) -> str | None:
+    """Per task, the models whose every run reaches ``solved_at``, those some runs reach, and those none does; a cell
+    is named by its model where that is the only one of the model in its group, else by its whole name."""
     shown = table[table["runs"] > 0]
     if shown.empty:
         return None
     lines = []
     for _group, cells in shown.groupby(groups, sort=False) if groups else [((), shown)]:
         label = group_name(groups, cells.iloc[0])
-        every = [model_name(row.model) for row in cells.itertuples() if row.solved == row.runs]
+        repeated = cells["model"].duplicated().any()
+        who = {index: names[index] if repeated else model_name(cells.at[index, "model"]) for index in cells.index}
+        every = [who[row.Index] for row in cells.itertuples() if row.solved == row.runs]
         some = [
-            f"{model_name(row.model)} ({row.solved} of {row.runs})"
-            for row in cells.itertuples()
-            if 0 < row.solved < row.runs
+            f"{who[row.Index]} ({row.solved} of {row.runs})" for row in cells.itertuples() if 0 < row.solved < row.runs
         ]
-        none = [model_name(row.model) for row in cells.itertuples() if row.solved == 0]
+        none = [who[row.Index] for row in cells.itertuples() if row.solved == 0]
         lines.append(
             f"- {label + ': ' if label else ''}solved in every run by {', '.join(every) or 'no model'}"
             + (f"; in some runs by {', '.join(some)}" if some else "")
@@ -251,7 +254,7 @@ def scale_statements(
     else:
         paragraphs.append(best_markdown(finished, names, context, groups))
     if report.get("solved_at") is not None:
-        paragraphs.append(solved_markdown(finished, report["solved_at"], report["metric"], groups))
+        paragraphs.append(solved_markdown(finished, names, report["solved_at"], report["metric"], groups))
     if (finished["runs"] > 1).any():
         paragraphs.append(separation_markdown(finished, names, groups))
     if isinstance(layout, PointsReport):
