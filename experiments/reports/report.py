@@ -350,16 +350,17 @@ def report_command(arguments, planned: dict[str, list[PlannedRun]] | None = None
             raise ValueError(f"configs/paper/{name}.yaml: " + "; ".join(problems))
     root = Path(arguments.root) if arguments.root else repository_root() / "results" / "runs"
     destination = Path(arguments.destination) if arguments.destination else repository_reports()
-    reports = []  # (artifact, overrides, where pairs, its planned runs where the caller planned them)
+    # (artifact, overrides, where pairs, its planned runs where the caller planned them, whether a skip goes unsaid:
+    # the plain form of an artifact whose committed reports were made with overrides, regenerated after it)
+    reports = []
     for name in names:
-        reports.append(
-            (name, list(arguments.overrides), list(getattr(arguments, "where", ())), (planned or {}).get(name))
-        )
+        variants = []
         if arguments.artifact == "all" and not arguments.overrides:  # and each committed report made with overrides
             variants = committed_variants(repository_reports(), arguments.scale, name)
-            reports += [(name, overrides, where, None) for overrides, where in variants]
+        plain = (name, list(arguments.overrides), list(getattr(arguments, "where", ())), (planned or {}).get(name))
+        reports += [(*plain, bool(variants)), *((name, overrides, where, None, False) for overrides, where in variants)]
     outcomes = []
-    for name, overrides, where, planned_runs in reports:
+    for name, overrides, where, planned_runs, quiet_skip in reports:
         with stop_signals_raise():  # a stop while it writes removes its staging folder (cli names the signal)
             outcome = write_report(
                 name, arguments.scale, root, destination, overrides, arguments.force, planned_runs, where
@@ -369,7 +370,7 @@ def report_command(arguments, planned: dict[str, list[PlannedRun]] | None = None
             console.print(outcome.message, highlight=False)
             for path in outcome.paths:
                 console.print(f"  wrote {path}", highlight=False, soft_wrap=True)
-        else:
+        elif not quiet_skip:
             console.print(f"[yellow]skipped[/] {outcome.message}", highlight=False, soft_wrap=True)
     if any(outcome.status == "written" for outcome in outcomes):  # the results page of every report there
         console.print(f"  wrote {write_index(destination)}", highlight=False, soft_wrap=True)
