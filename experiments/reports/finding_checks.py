@@ -422,8 +422,22 @@ def compared_values(selection: pd.DataFrame, subject: str, finding: Finding, con
             metric.rsplit("/", 1)[-1]: cells[metric].mean() for metric in finding.metrics if cells[metric].notna().any()
         }
     if context.x is not None and context.x in cells:
-        return {f"{x:g}": value for x, value in zip(cells[context.x], cells["ours"]) if not pd.isna(value)}
+        others = other_varying_keys(selection, context)
+        if not others:
+            return {f"{x:g}": value for x, value in zip(cells[context.x], cells["ours"]) if not pd.isna(value)}
+        keys = [*others, context.x]
+        return {group_name(keys, cell): cell["ours"] for _, cell in cells.iterrows() if not pd.isna(cell["ours"])}
     return {"": cells["ours"].mean()} if cells["ours"].notna().any() else {}
+
+
+def other_varying_keys(selection: pd.DataFrame, context: CheckContext) -> list[str]:
+    """The cell keys besides the model and the swept x whose values differ among the selected cells (a lines report's
+    panels and rows): a pair is compared cell by cell there, not x by x."""
+    return [
+        key
+        for key in context.cells
+        if key not in ("model", context.x) and key in selection and selection[key].nunique() > 1
+    ]
 
 
 def check_beats(finding: Finding, table: pd.DataFrame, context: CheckContext) -> Checked:
@@ -454,6 +468,8 @@ def check_beats(finding: Finding, table: pd.DataFrame, context: CheckContext) ->
     where = (
         f"in each of {', '.join(metric.rsplit('/', 1)[-1] for metric in finding.metrics)}"
         if finding.metrics
+        else f"in every cell ({', '.join([*other_varying_keys(selection, context), context.x])}) both ran"
+        if context.x and other_varying_keys(selection, context)
         else f"at every {context.x} both ran"
         if context.x
         else "in its value (the mean of its cells)"

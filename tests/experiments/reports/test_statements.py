@@ -275,6 +275,20 @@ def test_a_beats_finding_with_a_list_needs_the_model_better_than_each_of_them():
         Finding(quote="q", source="s", beats={"xlstm_1_1": []})
 
 
+def test_a_beats_finding_compares_every_cell_where_panels_repeat_the_x_values():
+    finding = Finding(quote="q", source="s", beats={"xlstm_1_1": "mamba"})
+    rows = [  # two panels (tasks) at the same x: Mamba better in the first, xLSTM[1:1] in the second
+        {"model": "xlstm_1_1", "task": "kv4", "x": 64, "values": [0.2]},
+        {"model": "mamba", "task": "kv4", "x": 64, "values": [0.3]},
+        {"model": "xlstm_1_1", "task": "kv16", "x": 64, "values": [0.8]},
+        {"model": "mamba", "task": "kv16", "x": 64, "values": [0.1]},
+    ]
+    table = cell_table(rows)
+    checked = check(finding, table, context_of(table, "max"))
+    assert checked.holds == PARTLY and checked.rows[0][2] == "1 of 2"  # both cells, not the last one per x
+    assert "in every cell (task, x)" in checked.rule
+
+
 def test_where_largest_selects_the_hardest_setting_of_the_scale():
     finding = Finding(quote="q", source="s", where={"x": "largest"}, beats={"xlstm_1_1": "mamba"})
     rows = [
