@@ -250,7 +250,9 @@ def scale_statements(
         sizes = [key for key in layout.cells if key != layout.lines]
         paragraphs.append(best_markdown(finished, names, context, sizes))
     elif isinstance(layout, LinesReport):
-        paragraphs.append(best_markdown(finished, names, context, [key for key in (layout.panels, layout.x) if key]))
+        row_key = layout.rows if isinstance(layout.rows, str) else None  # a row of panels per value of a cell key
+        groups_of_lines = [key for key in (row_key, layout.panels, layout.x) if key]
+        paragraphs.append(best_markdown(finished, names, context, groups_of_lines))
     else:
         paragraphs.append(best_markdown(finished, names, context, groups))
     if report.get("solved_at") is not None:

@@ -318,3 +318,23 @@ def test_the_pages_verdict_is_yes_only_when_every_judged_finding_holds():
     assert verdict([HOLDS, DOES_NOT_HOLD]) == "Partly"
     assert verdict([DOES_NOT_HOLD]) == "No"
     assert verdict([NOT_MEASURED]) == "Not measured"
+
+
+def test_the_best_of_a_lines_report_with_rows_is_named_per_row_panel_and_x():
+    from experiments.config.artifacts import load_artifact
+    from experiments.reports.scale_statements import scale_statements
+
+    artifact = load_artifact("mqar-app-big").at_scale("mini")
+    rows = [  # xLSTM[1:0] best at CL 32, RWKV-5 at CL 64, in the one panel and x
+        {"model": model, "task.context_length": length, "task.num_kv_pairs": 4, "model.embedding_dim": 64,
+         "values": [value], "solved": 0}
+        for model, length, value in [("xlstm_1_0", 32, 0.9), ("rwkv5", 32, 0.5), ("xlstm_1_0", 64, 0.4),
+                                     ("rwkv5", 64, 0.6)]
+    ]  # fmt: skip
+    table = cell_table(rows)
+    names = pd.Series([f"{row['model']} {row['task.context_length']}" for row in rows], index=table.index)
+    context = CheckContext(cells=artifact.report["cells"], metric="val/accuracy", mode="max",
+                           x="model.embedding_dim", names=names)  # fmt: skip
+    [best] = [line for line in scale_statements(artifact, table, names, "mini", context) if line.startswith("Best")]
+    assert "context_length=32 num_kv_pairs=4 embedding_dim=64: xLSTM[1:0] (0.9" in best
+    assert "context_length=64 num_kv_pairs=4 embedding_dim=64: RWKV-5 (0.6" in best
