@@ -2,8 +2,8 @@
 of them has finished with the same computation is copied into its store instead of being trained again.
 
 The same computation: the two runs' configs are equal but for their ``artifact`` label (a config's only field that
-names the artifact; it changes nothing a run computes), i.e. equal computation ids. MQAR's Figure 5 is the CL 2048
-row of Figure 12, for example, and their mini scales share a row the same way.
+names the artifact; it changes nothing a run computes), i.e. equal computation ids: a figure whose grid is another
+figure's row (Figure 5 of the paper is Figure 12's longest-context row).
 
 The copy is the finished run directory with this artifact's config.yaml and cell.json, and its result.json with
 this artifact's name and cell and ``copied_from`` (``<artifact>/<run id>`` of the original). It is written under a
