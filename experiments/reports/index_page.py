@@ -71,7 +71,7 @@ def summary_html(lines: list[str]) -> str:
             parts.append("<blockquote>" + "<br>".join(quotes) + "</blockquote>")
             quotes = []
         verdict = line.startswith(VERDICT_LINE)
-        answer = re.search(r"\*\*(Yes|Partly|No|Not measured|Not judged)\*\*", line)
+        answer = re.search(r"\*\*(Yes|Partly|No|Not measured|Not judged|Not tested)\*\*", line)
         css = {"Yes": "yes", "Partly": "partly", "No": "no"}.get(answer.group(1) if answer else "", "")
         parts.append(f'<p class="{"verdict " + css if verdict else ""}">{inline(line)}</p>')
     if quotes:

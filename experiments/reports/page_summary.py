@@ -19,11 +19,13 @@ from experiments.reports.findings import (
     Finding,
 )
 from experiments.reports.power_laws import short_count
+from experiments.reports.scale_reading import Reading
 from experiments.run_metrics import PARAMETERS_METRIC
 
 PARAMETER_COLUMNS = (PARAMETERS_METRIC, f"trained/{PARAMETERS_METRIC}")
 STEP_COLUMNS = ("train/steps", "trained/train/steps")
 VERDICT_LINE = "**Does it show here?**"
+NOT_TESTED = "Not tested"  # every finding holds, at a scale where none could fail
 PLURALS = {
     HOLDS: "hold",
     PARTLY: "hold partly",
@@ -150,9 +152,10 @@ def verdict(holds: list[str]) -> str:
     return "No" if all(one == DOES_NOT_HOLD for one in judged) else "Partly"
 
 
-def verdict_markdown(findings: Sequence[Finding], holds: list[str], scale: str, budget: str | None) -> str:
+def verdict_markdown(findings: Sequence[Finding], holds: list[str], scale: str, reading: Reading) -> str:
     """The line answering "does it show": the verdict, how many findings hold, and where it is not Yes, the budget
-    the artifact's YAML names as the one that would show it."""
+    the artifact's YAML names as the one that would show it. Findings that all hold where the reading says they
+    cannot fail (``cannot_fail``) are Not tested: their holding shows nothing."""
     if not findings:
         return f"{VERDICT_LINE} Not judged: the artifact names no finding of the paper to check."
     answer = verdict(holds)
@@ -161,14 +164,19 @@ def verdict_markdown(findings: Sequence[Finding], holds: list[str], scale: str, 
         for kind in (HOLDS, PARTLY, DOES_NOT_HOLD, NOT_MEASURED)
         if (count := sum(one == kind for one in holds))
     ]
+    untested = answer == "Yes" and scale != "smoke" and reading.cannot_fail is not None
     line = (
-        f"{VERDICT_LINE} **{answer}**: of the paper's {len(findings)} finding{'s' if len(findings) > 1 else ''} "
-        f"checked below, {', '.join(counts)}."
+        f"{VERDICT_LINE} **{NOT_TESTED if untested else answer}**: of the paper's {len(findings)} "
+        f"finding{'s' if len(findings) > 1 else ''} checked below, {', '.join(counts)}."
     )
     if scale == "smoke":
         line += " (Smoke scale: these numbers test code paths; they are not findings.)"
-    elif answer != "Yes" and budget:
-        line += f" The budget that would show it: {budget.strip()}"
+    elif untested:
+        line += f" At this scale {'it' if len(findings) == 1 else 'they'} cannot fail: {reading.cannot_fail.strip()}"
+        if reading.budget:
+            line += f" The budget that would test {'it' if len(findings) == 1 else 'them'}: {reading.budget.strip()}"
+    elif answer != "Yes" and reading.budget:
+        line += f" The budget that would show it: {reading.budget.strip()}"
     return line
 
 
@@ -180,7 +188,7 @@ def summary_markdown(
     findings: Sequence[Finding],
     holds: list[str],
     scale: str,
-    budget: str | None,
+    reading: Reading,
 ) -> str:
     lines = ["**What the paper found.**" + ("" if findings else " The artifact quotes no finding of the paper.")]
     for finding in findings:
@@ -188,6 +196,6 @@ def summary_markdown(
     lines += [
         f"**What we measured.** {measured_markdown(artifact, planned, run_rows, cells)}.",
         "",
-        verdict_markdown(findings, holds, scale, budget),
+        verdict_markdown(findings, holds, scale, reading),
     ]
     return "\n".join(lines)

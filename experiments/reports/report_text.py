@@ -20,6 +20,7 @@ from experiments.reports.rankings import (
     ordering,
     ordering_markdown,
 )
+from experiments.reports.scale_reading import reading_of
 from experiments.reports.scale_statements import scale_statements
 from experiments.reports.statements import digits_for
 from experiments.reports.wide_table import (
@@ -134,22 +135,6 @@ def paper_columns_markdown(artifact: Artifact, table: pd.DataFrame) -> str:
     )
 
 
-def reading_of(artifact: Artifact, scale: str) -> tuple[str | None, str | None]:
-    """The scale's ``reading``: (its note, the budget that would show the paper's finding). A reading is a note, or a
-    mapping with ``note`` and ``budget``: words about what the numbers cannot tell, never a claim about them (those
-    are computed: experiments.reports.statements)."""
-    reading = artifact.scales.get(scale, {}).get("reading")
-    if isinstance(reading, dict):
-        unknown = sorted(set(reading) - {"note", "budget"})
-        if unknown:
-            raise ValueError(
-                f"{artifact.name}: scales.{scale}.reading keys {unknown} are not valid; valid choices: "
-                "['budget', 'note']"
-            )
-        return reading.get("note"), reading.get("budget")
-    return reading, None
-
-
 def check_context(artifact: Artifact, table: pd.DataFrame) -> CheckContext:
     layout = artifact.layout
     return CheckContext(
@@ -202,7 +187,7 @@ def markdown(
     report, selection, layout = artifact.report, artifact.selection, artifact.layout
     context = check_context(artifact, table)
     checked = [check(finding, table, context) for finding in findings]
-    note, budget = reading_of(artifact, scale)
+    reading = reading_of(artifact, scale)
     if run_rows is None:
         run_rows = pd.DataFrame(
             {
@@ -219,7 +204,7 @@ def markdown(
         f"*{SCALE_NOTES[scale]}*",
         "",
         summary_markdown(
-            artifact, runs, run_rows, list(report["cells"]), findings, [one.holds for one in checked], scale, budget
+            artifact, runs, run_rows, list(report["cells"]), findings, [one.holds for one in checked], scale, reading
         ),
         "",
     ]
@@ -237,9 +222,9 @@ def markdown(
         for number, (finding, one) in enumerate(zip(findings, checked), start=1):
             lines += [f"### {number}. {finding.source}", "", checked_markdown(finding, one), ""]
     statements = scale_statements(artifact, table, context.names, scale, context)
-    if statements or note:
+    if statements or reading.note:
         lines += ["## What this scale shows", "", *(f"{paragraph}\n" for paragraph in statements)]
-        lines += [note.strip(), ""] if note else []
+        lines += [reading.note.strip(), ""] if reading.note else []
     groups = order_groups(table, report["cells"])
     found = ordering(table, list(context.names), selection["mode"], groups)
     if found is not None:

@@ -407,6 +407,18 @@ def test_a_scales_reading_is_on_its_page_and_an_unknown_scale_key_is_refused(for
     not_shown = smoke_table(artifact, runs, {("llama", "parity"): 1.0})  # the paper: Llama does not solve it
     page = markdown(with_budget, runs, not_shown, "mini", None, [], findings_of(artifact.paper))
     assert "**Does it show here?** **No**" in page and "The budget that would show it: ten times the steps." in page
+    cannot_fail = dataclasses.replace(
+        artifact,
+        scales={**artifact.scales, "mini": {"reading": {"cannot_fail": "ten steps learn nothing.", "budget": "more."}}},
+    )
+    page = markdown(cannot_fail, runs, table, "mini", None, [], findings_of(artifact.paper))
+    assert "**Does it show here?** **Not tested**: of the paper's" in page
+    assert "cannot fail: ten steps learn nothing. The budget that would test it: more." in page
+    page = markdown(cannot_fail, runs, not_shown, "mini", None, [], findings_of(artifact.paper))
+    assert "**Does it show here?** **No**" in page and "cannot fail" not in page  # a finding that fails was a test
+    misspelt = dataclasses.replace(artifact, scales={**artifact.scales, "mini": {"reading": {"cannot_fial": "x"}}})
+    with pytest.raises(ValueError, match=r"reading keys \['cannot_fial'\] are not valid; valid choices: \['budget'"):
+        markdown(misspelt, runs, table, "mini", None, [], findings_of(artifact.paper))
     broken = tmp_path / "broken.yaml"
     broken.write_text(
         artifact_files()[FIXTURE]
