@@ -172,9 +172,10 @@ def verdict_markdown(findings: Sequence[Finding], holds: list[str], scale: str, 
     if scale == "smoke":
         line += " (Smoke scale: these numbers test code paths; they are not findings.)"
     elif untested:
-        line += f" At this scale {'it' if len(findings) == 1 else 'they'} cannot fail: {reading.cannot_fail.strip()}"
+        subject, object_ = ("it", "it") if len(findings) == 1 else ("they", "them")
+        line += f" At this scale {subject} cannot fail: {reading.cannot_fail.strip()}"
         if reading.budget:
-            line += f" The budget that would test {'it' if len(findings) == 1 else 'them'}: {reading.budget.strip()}"
+            line += f" The budget that would test {object_}: {reading.budget.strip()}"
     elif answer != "Yes" and reading.budget:
         line += f" The budget that would show it: {reading.budget.strip()}"
     return line
