@@ -5,6 +5,7 @@ sentence with the numbers. Every word of the verdict comes from the cells."""
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from experiments.display import model_name, task_name, value_name
@@ -281,32 +282,37 @@ def check_rank(finding: Finding, table: pd.DataFrame, context: CheckContext) -> 
         else [("", selection)]
     )
     digits = digits_for(selection["ours"])
-    rows, agrees = [], []
+    seeded = bool((selection["runs"] > 1).any())  # cells of several runs: the runs' values and their agreement too
+    rows, agrees, placed = [], [], 0
     absent = [model for model in finding.rank["models"] if not subject_mask(selection, model, context).any()]
     for model in absent:  # one row, not one per group
-        rows.append(["", subject_name(model), NOT_IN_GRID, "", ""])
+        rows.append(["", subject_name(model), NOT_IN_GRID, "", "", *([""] if seeded else [])])
         agrees.append(None)
     for group, cells in groups:
         order = ranked(cells, context)
         for model in [model for model in finding.rank["models"] if model not in absent]:
-            mine = order[subject_mask(order, model, context).to_numpy()]
+            mask = subject_mask(order, model, context).to_numpy()
+            mine = order[mask]
             if mine.empty:
-                rows.append([group, subject_name(model), NOT_FINISHED, "", ""])
+                rows.append([group, subject_name(model), NOT_FINISHED, "", "", *([""] if seeded else [])])
                 agrees.append(None)
                 continue
             position = order.index.get_loc(mine.index[0]) + 1
             best = order.iloc[0]
             best_name = short_name(best, context) if by else context.names[best.name]
-            rows.append(
-                [
-                    group,
-                    subject_name(model),
-                    f"{position} of {len(order)}",
-                    fmt(mine.iloc[0]["ours"], digits),
-                    f"{best_name} ({fmt(best['ours'], digits)})",
-                ]
-            )
-            agrees.append("yes" if position <= top else "no")
+            runs = mine.iloc[0]["values"]
+            row = [
+                group,
+                subject_name(model),
+                f"{position} of {len(order)}",
+                fmt(mine.iloc[0]["ours"], digits),
+                f"{best_name} ({fmt(best['ours'], digits)})",
+            ]
+            if seeded:
+                row.append(", ".join(fmt(value, digits) for value in runs))
+            rows.append(row)
+            placed += position <= top
+            agrees.append(rank_agreement(position <= top, runs, place_boundary(order, mask, top, position), context))
     for row in rows:
         if not by:
             row.pop(0)
@@ -315,11 +321,51 @@ def check_rank(finding: Finding, table: pd.DataFrame, context: CheckContext) -> 
         f"A model agrees in a group when one of its cells is {among} there by {context.metric} ({context.better_word} "
         f"is better){f', in each group of {by}' if by else ''}."
     )
-    header = [*([by] if by else []), "model", "its place", "its value", "the best cell"]
-    yes = sum(agrees_one == "yes" for agrees_one in agrees)
+    if seeded:
+        inside, places = (
+            ("first", "the first place") if top == 1 else (f"in the first {top}", f"the first {top} places")
+        )
+        rule += (
+            f" With several runs in a cell (its seeds), every run must keep the place: a model placed {inside} agrees "
+            f"only partly when one of its runs is not {context.better_word} than the mean of the best cell of another "
+            f"model placed after {places}; a model placed after {places} agrees partly when one of its runs is "
+            f"{context.better_word} than the mean of the last cell in {places}."
+        )
+    header = [
+        *([by] if by else []),
+        "model",
+        "its place",
+        "its value",
+        "the best cell",
+        *(["its runs"] if seeded else []),
+    ]
     judged = sum(agrees_one is not None for agrees_one in agrees)
-    summary = f"{yes} of the {judged} places {'is' if judged == 1 else 'are'} {among}"
+    summary = f"{placed} of the {judged} places {'is' if judged == 1 else 'are'} {among}"
+    if partly := sum(agrees_one == "partly" for agrees_one in agrees):
+        summary += f" by the cells' means; in {partly} of them a run says otherwise"
     return Checked(rule, header, rows, agrees, holds_of(agrees), summary)
+
+
+def place_boundary(order: pd.DataFrame, mine: np.ndarray, top: int, position: int) -> float | None:
+    """The mean a model's runs are held against (``order``: a group's cells best first, ``mine``: the model's cells
+    among them; ``position``: its best cell's place): placed among the best ``top``, the best other cell below them;
+    outside them, the last cell among them; None when there is none."""
+    others = order[~mine]
+    if position <= top:
+        below = others.iloc[max(top - int(mine[:top].sum()), 0) :]
+        return None if below.empty else float(below.iloc[0]["ours"])
+    return float(order.iloc[top - 1]["ours"])
+
+
+def rank_agreement(placed: bool, runs: tuple, boundary: float | None, context: CheckContext) -> str:
+    """yes / no by the cell's mean (``placed``: among the best), partly where a run of the cell says otherwise than
+    its mean against ``boundary`` (place_boundary)."""
+    if len(runs) < 2 or boundary is None:
+        return "yes" if placed else "no"
+    beating = sum(context.better(value, boundary) for value in runs)
+    if placed:
+        return "yes" if beating == len(runs) else "partly"
+    return "partly" if beating else "no"
 
 
 def model_cells(selection: pd.DataFrame, model: str, context: CheckContext, column: str) -> pd.DataFrame:

@@ -224,6 +224,23 @@ def test_a_rank_finding_holds_when_the_model_is_among_the_best_of_each_group():
     assert judged(finding, rows({key: value for key, value in third.items() if key[1] == "a"})) == DOES_NOT_HOLD
 
 
+def test_a_rank_over_seeds_holds_fully_only_where_every_run_keeps_the_place():
+    finding = Finding(quote="q", source="s", rank={"models": ["xlstm_1_0"], "top": 2, "by": "task"})
+    rows = lambda xlstm: [
+        {"model": "xlstm_1_0", "task": "a", "x": 1, "values": xlstm},
+        {"model": "mamba", "task": "a", "x": 1, "values": [0.60, 0.62]},
+        {"model": "rwkv4", "task": "a", "x": 1, "values": [0.50, 0.52]},
+        {"model": "llama", "task": "a", "x": 1, "values": [0.40, 0.42]},
+    ]
+    assert judged(finding, rows([0.55, 0.57]), "max") == HOLDS  # second, each run above RWKV-4's mean 0.51
+    assert judged(finding, rows([0.50, 0.64]), "max") == PARTLY  # second by its mean 0.57, one run below 0.51
+    assert judged(finding, rows([0.46, 0.48]), "max") == DOES_NOT_HOLD  # third, no run above RWKV-4's 0.51
+    assert judged(finding, rows([0.44, 0.56]), "max") == PARTLY  # third by its mean 0.50, one run above 0.51
+    checked = check(finding, cell_table(rows([0.50, 0.64])), context_of(cell_table(rows([0.5, 0.64])), "max"))
+    assert checked.header[-1] == "its runs" and checked.rows[0][-1] == "0.500, 0.640"
+    assert checked.summary.startswith("1 of the 1 places is among the best 2 cells by the cells' means; in 1 of")
+
+
 def test_a_growth_finding_holds_for_the_papers_class_and_partly_for_its_side_of_linear():
     finding = Finding(quote="q", source="s", growth={"linear": ["mamba"], "quadratic": ["llama"]})
     rows = lambda llama: [
