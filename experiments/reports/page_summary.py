@@ -100,21 +100,36 @@ def budget_description(done: pd.DataFrame, configs: dict, evaluating: bool) -> s
     return words
 
 
+def run_seeds(rows: pd.DataFrame, configs: dict) -> tuple:
+    """The seeds of ``rows``' runs, sorted: their cell key, or their training configs' where seed is no cell key."""
+    if "seed" in rows:
+        return tuple(sorted({int(seed) for seed in rows["seed"].dropna()}))
+    return tuple(
+        values_of([training_config(configs[run_id]) for run_id in rows["run_id"] if run_id in configs], "seed")
+    )
+
+
+def seeds_words(seeds: tuple) -> str:
+    return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds)) or '?'}"
+
+
 def seeds_description(done: pd.DataFrame, configs: dict) -> str:
-    """ "seeds 0, 1 for xLSTM[7:1], RWKV-4; seed 0 for GPT-3, Llama": the seeds of each model's finished runs."""
+    """ "seeds 0, 1 for xLSTM[7:1], RWKV-4; seed 0 for GPT-3, Llama": the seeds of each model's finished runs; a task
+    that ran other seeds than the model's others is named ("seeds 0, 1, 2 (Pathfinder: seed 0) for Llama")."""
     seeds_of = {}
     for model, rows in done.groupby("model", sort=False):
-        if "seed" in rows:
-            seeds = sorted({int(seed) for seed in rows["seed"].dropna()})
-        else:
-            seeds = values_of(
-                [training_config(configs[run_id]) for run_id in rows["run_id"] if run_id in configs], "seed"
-            )
-        seeds_of.setdefault(tuple(seeds), []).append(model_name(model))
-    return "; ".join(
-        f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds)) or '?'} for {', '.join(models)}"
-        for seeds, models in seeds_of.items()
-    )
+        seeds = run_seeds(rows, configs)
+        per_task = (
+            {task: run_seeds(task_rows, configs) for task, task_rows in rows.groupby("task", sort=False)}
+            if "task" in rows
+            else {}
+        )
+        ran = list(per_task.values())
+        usual = max(dict.fromkeys(ran), key=ran.count) if ran else seeds  # the most tasks' seeds; ties: the first
+        others = "; ".join(f"{task_name(task)}: {seeds_words(its)}" for task, its in per_task.items() if its != usual)
+        words = seeds_words(usual) + (f" ({others})" if others else "")
+        seeds_of.setdefault(words, []).append(model_name(model))
+    return "; ".join(f"{words} for {', '.join(models)}" for words, models in seeds_of.items())
 
 
 def measured_markdown(

@@ -20,6 +20,7 @@ from experiments.reports.committed_runs import committed_path, with_committed
 from experiments.reports.finding_checks import CheckContext, check, checked_markdown
 from experiments.reports.findings import findings_of
 from experiments.reports.kinds import report_figure
+from experiments.reports.page_summary import seeds_description
 from experiments.reports.report import cell_table, write_report
 from experiments.reports.report_text import cells_markdown, figure_title, markdown
 from experiments.sweeps.sweep import run_sweep
@@ -428,3 +429,20 @@ def test_a_scales_reading_is_on_its_page_and_an_unknown_scale_key_is_refused(for
     )
     with pytest.raises(ValueError, match=r"scales.smoke: unknown keys \['readin'\]; valid keys: \['evaluates', 'grid'"):
         artifact_from_yaml(broken)
+
+
+def test_the_page_names_a_task_that_ran_other_seeds_than_the_models_other_tasks():
+    rows = [
+        (model, task, seed)
+        for model in ("llama", "lstm")
+        for task in ("lra_listops", "lra_image_grey")
+        for seed in (0, 1, 2)
+    ]
+    rows += [("llama", "lra_pathfinder", 0), ("lstm", "lra_pathfinder", 0)]
+    done = pd.DataFrame(rows, columns=["model", "task", "seed"]).assign(run_id=[f"r{i}" for i in range(len(rows))])
+    assert seeds_description(done, {}) == "seeds 0, 1, 2 (Pathfinder: seed 0) for Llama, LSTM"
+    same = done[done["task"] != "lra_pathfinder"]
+    assert seeds_description(same, {}) == "seeds 0, 1, 2 for Llama, LSTM"
+    assert seeds_description(same[(same["model"] == "lstm") | (same["seed"] == 0)], {}) == (
+        "seed 0 for Llama; seeds 0, 1, 2 for LSTM"
+    )
