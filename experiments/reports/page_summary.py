@@ -118,14 +118,13 @@ def seeds_description(done: pd.DataFrame, configs: dict) -> str:
     that ran other seeds than the model's others is named ("seeds 0, 1, 2 (Pathfinder: seed 0) for Llama")."""
     seeds_of = {}
     for model, rows in done.groupby("model", sort=False):
-        seeds = run_seeds(rows, configs)
         per_task = (
             {task: run_seeds(task_rows, configs) for task, task_rows in rows.groupby("task", sort=False)}
             if "task" in rows
             else {}
         )
         ran = list(per_task.values())
-        usual = max(dict.fromkeys(ran), key=ran.count) if ran else seeds  # the most tasks' seeds; ties: the first
+        usual = max(dict.fromkeys(ran), key=ran.count) if ran else run_seeds(rows, configs)  # ties: the first task's
         others = "; ".join(f"{task_name(task)}: {seeds_words(its)}" for task, its in per_task.items() if its != usual)
         words = seeds_words(usual) + (f" ({others})" if others else "")
         seeds_of.setdefault(words, []).append(model_name(model))
