@@ -17,7 +17,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 SESSION_CACHE = "XLSTM_SUITE_TEST_SESSION_CACHE"  # set by the process that made the folder (xdist's controller)
 os.environ["XLSTM_SUITE_ARTIFACTS"] = str(FIXTURES)
 MADE_THE_CACHE = SESSION_CACHE not in os.environ
-os.environ.setdefault(SESSION_CACHE, tempfile.mkdtemp(prefix="xlstm-suite-test-compose-"))
+if MADE_THE_CACHE:  # only here: the workers and subprocesses that inherit the variable make no folder of their own
+    os.environ[SESSION_CACHE] = tempfile.mkdtemp(prefix="xlstm-suite-test-compose-")
 os.environ["XLSTM_SUITE_COMPOSE_CACHE"] = os.environ[SESSION_CACHE]
 os.environ["XLSTM_SUITE_DATA_CACHE"] = "off"
 
