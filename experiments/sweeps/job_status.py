@@ -21,6 +21,7 @@ from experiments.sweeps.run_store import RUN_STORE, failure_message, finished_re
 from experiments.sweeps.run_subset import parse_where, runs_where
 from experiments.sweeps.slurm_jobs import SchedulerUnavailable, final_states, queued_or_running, recorded_job
 from experiments.sweeps.slurm_sweep import ended_outcome
+from experiments.sweeps.status import committed_results_note
 
 ORDER = ("done", "queued", "running", "failed", "not submitted")
 
@@ -90,10 +91,8 @@ def status_command(arguments: argparse.Namespace) -> int:
     try:
         root = checked_folder(arguments.root, "--root").resolve()
         artifact = load_artifact(arguments.artifact)
-        runs = artifact.runs(
-            arguments.scale,
-            [override for override in arguments.overrides if not override.startswith("hydra.launcher.")],
-        )
+        overrides = [override for override in arguments.overrides if not override.startswith("hydra.launcher.")]
+        runs = artifact.runs(arguments.scale, overrides)
         where = parse_where(arguments.where)
         runs = runs_where(runs, where) if where else runs
     except ValueError as error:
@@ -101,4 +100,7 @@ def status_command(arguments: argparse.Namespace) -> int:
         return 2
     console.print(f"[bold]{artifact.name}[/] ({arguments.scale}):")
     counts = print_status(console, runs, root, arguments.claim_timeout)
+    note = committed_results_note(artifact.name, arguments.scale, runs, root, overrides)
+    if note is not None:
+        console.print(note, highlight=False, soft_wrap=True, markup=False)
     return 1 if counts["failed"] else 0

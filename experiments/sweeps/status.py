@@ -31,7 +31,15 @@ from experiments.sweeps.claims import DEFAULT_STALE_AFTER_SECONDS
 from experiments.sweeps.compute_estimate import Accelerator, RunCompute, estimate_text, run_compute
 from experiments.sweeps.per_run_results import read_per_run_results
 from experiments.sweeps.run_outcome import RunOutcome
-from experiments.sweeps.run_store import DIVERGED_METRIC, RUN_STORE, run_directory, run_status, runs_frame, store_frame
+from experiments.sweeps.run_store import (
+    DIVERGED_METRIC,
+    RUN_STORE,
+    finished_result,
+    run_directory,
+    run_status,
+    runs_frame,
+    store_frame,
+)
 from experiments.sweeps.run_subset import parse_where, same_value
 from experiments.sweeps.training_runs import training_sweep_command
 
@@ -168,6 +176,34 @@ def committed_done_ids(reports: Path, scale: str, artifact: str) -> set[str]:
     return done
 
 
+def committed_results_note(
+    artifact: str,
+    scale: str,
+    runs: list[PlannedRun],
+    root: Path,
+    overrides: Sequence[str] = (),
+    reports: Path = REPORTS,
+) -> str | None:
+    """A line naming the runs that the store has not finished but whose results a committed ``.runs.csv`` holds (a
+    fresh clone's whole grid), the command that makes the report from them, and that a sweep trains them again;
+    None when there are none."""
+    committed_ids = committed_done_ids(reports, scale, artifact)
+    held = [run for run in runs if run.run_id in committed_ids and finished_result(run_directory(run, root)) is None]
+    if not held:
+        return None
+    files = ", ".join(shown_path(path) for path in own_report_files(reports, scale, artifact, RUNS_SUFFIX))
+    command = " ".join(["xlstm-suite report", artifact, "--scale", scale, *overrides])
+    return (
+        f"{len(held)} of these runs are not in the run store, but committed results hold them ({files}): "
+        f"`{command}` makes the report from them without training; a sweep trains them again"
+    )
+
+
+def shown_path(path: Path) -> str:
+    """The path relative to the working directory where it lies below it (as a user types it), else whole."""
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+
+
 def load_artifacts(names: Sequence[str]) -> tuple[dict[str, Artifact | None], list[str]]:
     """Each artifact by name (None for one whose file is bad), and a line per bad file naming it and its problem; an
     unknown name raises ValueError (one line, the valid names), before any file is read."""
@@ -251,6 +287,8 @@ def print_plan(
         console.print(f"  {model}: not available: {reason}", highlight=False, soft_wrap=True)
     to_run = [compute for compute, status in zip(computes, statuses) if status in TO_RUN]
     console.print(estimate_text(to_run, accelerator), highlight=False)
+    if (note := committed_results_note(artifact.name, scale, runs, root, overrides)) is not None:
+        console.print(note, highlight=False, soft_wrap=True, markup=False)
     if any(run.trained_by is not None for run in runs):
         print_training_runs(
             console, runs, statuses, root, stale_after_seconds, overrides, artifact.evaluates_of(scale).get("where")

@@ -54,7 +54,7 @@ from experiments.sweeps.slurm_sweep import (
     queued_outcomes,
     run_on_slurm,
 )
-from experiments.sweeps.status import print_plan, print_summary
+from experiments.sweeps.status import committed_results_note, print_plan, print_summary
 from experiments.sweeps.training_runs import training_run_problem, training_sweep_command
 from experiments.sweeps.worker_allocator import chosen_allocator
 
@@ -202,6 +202,8 @@ def plan_and_run(
     )
     print_waiting(console, waiting)
     print_queued(console, queued, status)
+    if (note := committed_results_note(artifact.name, scale, pending, root, overrides)) is not None:
+        console.print(note, highlight=False, soft_wrap=True, markup=False)
     if pending:
         check_store_writable(root)
 

@@ -14,7 +14,7 @@ from experiments.cli import run_command as cli_main
 from experiments.config.artifacts import load_artifact, named_artifacts
 from experiments.config.configuration import ConfigError
 from experiments.sweeps.run_execution import execute_run
-from experiments.sweeps.status import list_artifacts
+from experiments.sweeps.status import committed_results_note, list_artifacts
 from tests.conftest import FIXTURES
 from tests.experiments.sweeps.test_run_store import listed
 from tests.sweep_fakes import RECORD_RUN
@@ -60,6 +60,41 @@ def test_the_committed_mini_reports_show_as_done_in_a_fresh_clone(tmp_path):
     header, (row,) = printed(list_artifacts(tmp_path, ["abl_matrixmemory"], ["mini"]))
     counts = dict(zip(header, row))
     assert counts["runs"] == counts["done"] == counts["committed"] != "0" and counts["missing"] == "0"
+
+
+def test_a_fresh_clones_dry_run_and_status_name_the_committed_results_and_the_command_that_reports_them(tmp_path):
+    runs = FIXTURE.runs("smoke")
+    execute_run(runs[0], tmp_path / "runs", RECORD_RUN)  # in the store: not among the runs a sweep would train again
+    reports = tmp_path / "reports" / "smoke"
+    reports.mkdir(parents=True)
+    committed = [{"run_id": run.run_id, "status": "done"} for run in runs[:3]]
+    pd.DataFrame([*committed, {"run_id": runs[3].run_id, "status": "failed"}]).to_csv(
+        reports / "sweep-fixture.runs.csv"
+    )
+    note = committed_results_note(
+        "sweep-fixture", "smoke", runs, tmp_path / "runs", ["model.x=1"], tmp_path / "reports"
+    )
+    assert note.startswith("2 of these runs are not in the run store, but committed results hold them (")
+    assert str(reports / "sweep-fixture.runs.csv") in note
+    assert "`xlstm-suite report sweep-fixture --scale smoke model.x=1` makes the report from them" in note
+    assert note.endswith("a sweep trains them again")
+    assert (
+        committed_results_note("sweep-fixture", "smoke", runs[3:], tmp_path / "runs", (), tmp_path / "reports") is None
+    )
+
+
+def test_the_committed_mini_reports_runs_are_named_by_the_dry_run_and_status_of_a_fresh_clone(tmp_path):
+    for command in (["sweep", "--dry-run"], ["status"]):
+        printed_lines = subprocess.run(
+            [sys.executable, "-m", "experiments.cli", *command, "abl_matrixmemory", "--scale", "mini"]
+            + ["--root", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        runs = len(load_artifact("abl_matrixmemory").runs("mini"))
+        assert f"{runs} of these runs are not in the run store, but committed results hold them" in printed_lines
+        assert "`xlstm-suite report abl_matrixmemory --scale mini` makes the report from them" in printed_lines
 
 
 def test_where_keeps_the_matching_runs_and_names_a_filter_nothing_matches(tmp_path):
