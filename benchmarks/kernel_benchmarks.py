@@ -1,4 +1,5 @@
-"""Our mLSTM and sLSTM kernels against the official ones (mlstm_kernels==2.0.6, xlstm==2.0.6): time, memory, GFLOP/s.
+"""Our mLSTM and sLSTM kernels against the official ones (mlstm_kernels==2.0.6, xlstm==2.0.6): time, memory, GFLOP/s;
+and Mamba's selective scan against transformers' torch reference scan.
 
 Every peer is the fastest of the official native torch kernels of that formulation, timed interleaved with ours.
 """
@@ -10,6 +11,7 @@ import kernels.slstm as slstm
 from benchmarks.comparison import Comparison
 from benchmarks.memory import LiveTensorBytes
 from benchmarks.timing import interleaved_medians
+from kernels.selective_scan import selective_scan
 
 B, NH, DH = 1, 4, 64
 CHUNK = 64
@@ -192,3 +194,48 @@ def slstm_comparisons(repeats: int) -> list[Comparison]:
             times["official"] * 1e3,
         )
     ]
+
+
+# (B, S, DI, N): a mini MQAR Mamba layer (width 64, batch 64, context 128) and a mini language model's (width 192)
+SELECTIVE_SCAN_MODES = {(64, 128, 128, 16): ("fwd", "fwd+bwd"), (16, 256, 384, 16): ("fwd",)}
+
+
+def selective_scan_inputs(batch: int, S: int, inner: int, N: int) -> tuple[torch.Tensor, ...]:
+    """x, dt (B, S, DI), A (DI, N), B, C (B, S, N), D (DI,): float32, dt in Mamba's range, requiring grad."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(batch, S, inner, generator=generator)
+    dt = torch.nn.functional.softplus(torch.randn(batch, S, inner, generator=generator) - 2)
+    A = -torch.exp(torch.randn(inner, N, generator=generator))
+    B, C = (torch.randn(batch, S, N, generator=generator) for _ in range(2))
+    D = torch.randn(inner, generator=generator)
+    return tuple(t.requires_grad_() for t in (x, dt, A, B, C, D))
+
+
+def selective_scan_comparisons(repeats: int) -> list[Comparison]:
+    """Our torch selective scan (backend "torch", chunks of 8 steps) against transformers' ``mamba_selective_scan``
+    (its torch path: the recurrence step by step, every state kept), float32. The peer gets its inputs in its own
+    layout, (B, DI, S) and (B, N, S). Its backward takes seconds (autograd through S indexing steps), so fwd+bwd is
+    timed at one shape only."""
+    from transformers.models.mamba.modeling_mamba import mamba_selective_scan
+
+    comparisons = []
+    for shape, modes in SELECTIVE_SCAN_MODES.items():
+        ours_inputs = selective_scan_inputs(*shape)
+        x, dt, A, B, C, D = (t.detach() for t in ours_inputs)
+        peer_layout = [x.transpose(1, 2), dt.transpose(1, 2), A, B.transpose(1, 2), C.transpose(1, 2), D]
+        peer_inputs = [t.contiguous().requires_grad_() for t in peer_layout]
+        for mode in modes:
+            ours_run = run_mode(lambda *inputs: selective_scan(*inputs, backend="torch"), ours_inputs, mode)
+            peer_run = run_mode(mamba_selective_scan, peer_inputs, mode)
+            times = interleaved_medians({"ours": ours_run, "peer": peer_run}, repeats)
+            comparisons.append(
+                Comparison(
+                    f"selective scan {mode}",
+                    "B={} S={} DI={} N={}".format(*shape),
+                    "ms",
+                    times["ours"] * 1e3,
+                    "transformers mamba_selective_scan",
+                    times["peer"] * 1e3,
+                )
+            )
+    return comparisons

@@ -2,7 +2,7 @@
 
 ``h_t = exp(dt_t A) h_{t-1} + dt_t x_t B_t`` and ``y_t = C_t h_t + D x_t`` for every channel d of DI
 and state n of N (A diagonal per channel, B_t and C_t shared by the channels). Backends: ``"torch"``
-(chunked parallel scan, any device) and on CUDA, each behind the kernel probe (``kernels.probe``),
+(chunk by chunk, any device) and on CUDA, each behind the kernel probe (``kernels.probe``),
 ``"mamba_ssm"`` where installed and ``"triton"`` (ours, ``kernels.selective_scan.triton``).
 """
 
@@ -10,8 +10,8 @@ import torch
 
 from kernels.backends import resolve
 from kernels.selective_scan import (  # noqa: F401  (register the backends)
+    chunked,
     mamba_ssm_backend,
-    parallel,
     probe_cases,
     recurrent,
     triton,  # noqa: F401  (registers backend "triton"; triton is imported on first use)
@@ -39,7 +39,7 @@ def selective_scan(
         A: (DI, N) continuous-time state matrix (negative entries); B, C: (B, S, N) input and output
             projections; D: (DI,) skip weights or None.
         initial_state: (B, DI, N) state before the first step; default zeros.
-        chunk_size: steps per chunk of the torch backend's parallel scan, a power of two (any S works).
+        chunk_size: steps per chunk of the torch backend (any S works; the chunk bounds its memory).
         backend: ``"auto"``, ``"torch"``, ``"mamba_ssm"`` or ``"triton"``.
     """
     check_inputs(x, dt, A, B, C, D, initial_state)

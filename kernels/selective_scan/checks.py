@@ -25,5 +25,5 @@ def check_inputs(x, dt, A, B, C, D, state) -> None:
 
 
 def check_chunk_size(chunk_size) -> None:
-    if not isinstance(chunk_size, int) or chunk_size < 1 or chunk_size & (chunk_size - 1):
-        raise ValueError(f"chunk_size must be a power of two (1, 2, 4, ...); got {chunk_size!r}")
+    if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer; got {chunk_size!r}")

@@ -10,7 +10,7 @@ import importlib.util
 import torch
 
 from kernels.backends import register
-from kernels.selective_scan.parallel import selective_scan_parallel
+from kernels.selective_scan.chunked import selective_scan_chunked
 
 
 def _available(device: torch.device) -> bool:
@@ -19,7 +19,7 @@ def _available(device: torch.device) -> bool:
 
 def selective_scan_mamba_ssm(x, dt, A, B, C, D, *, initial_state, return_state, chunk_size):
     if initial_state is not None:
-        return selective_scan_parallel(
+        return selective_scan_chunked(
             x, dt, A, B, C, D, initial_state=initial_state, return_state=return_state, chunk_size=chunk_size
         )
     from mamba_ssm.ops.selective_scan_interface import selective_scan_fn

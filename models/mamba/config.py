@@ -34,15 +34,13 @@ class MambaConfig(ModelConfig):
     dt_scale: float = field(default=1.0, metadata=POSITIVE)
     proj_bias: bool = False
     norm_eps: float = field(default=1e-5, metadata=POSITIVE)
-    chunk_size: int = field(default=8, metadata=POSITIVE)  # steps per chunk of the torch selective scan (a power of 2)
+    chunk_size: int = field(default=8, metadata=POSITIVE)  # steps per chunk of the torch selective scan
     backend: Literal[BACKENDS] = "auto"
 
     def problems(self) -> list[str]:
         problems = []
         if self.dt_min > self.dt_max:
             problems.append(f"mamba.dt_min={self.dt_min!r} must not exceed mamba.dt_max={self.dt_max!r}")
-        if self.chunk_size & (self.chunk_size - 1):
-            problems.append(f"mamba.chunk_size={self.chunk_size!r} must be a power of two (1, 2, 4, 8, ...)")
         return problems
 
     @property

@@ -138,7 +138,7 @@ CASES = {
         ({"embedding_dim": 16, "state_dim": 8, "dt_rank": 3}, None),
         ({"d_state": 16}, r"unknown mamba option\(s\) \['d_state'\]"),
         ({"backend": "cuda"}, r"mamba.backend='cuda' is not valid; valid choices"),
-        ({"chunk_size": 12}, r"mamba.chunk_size=12 must be a power of two"),
+        ({"chunk_size": 0}, r"mamba.chunk_size=0 must be positive"),
         ({"dt_rank": 3.0}, r"mamba.dt_rank=3.0 must be an integer"),
     ],
     "rwkv4": [

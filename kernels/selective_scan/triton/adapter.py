@@ -12,7 +12,7 @@ import warnings
 
 import torch
 
-from kernels.selective_scan.parallel import selective_scan_parallel
+from kernels.selective_scan.chunked import selective_scan_chunked
 
 KERNEL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 MAX_STATE_DIM = 64
@@ -45,7 +45,7 @@ def selective_scan_triton(
                 RuntimeWarning,
                 stacklevel=2,
             )
-        return selective_scan_parallel(
+        return selective_scan_chunked(
             x, dt, A, B, C, D, initial_state=initial_state, return_state=return_state, chunk_size=chunk_size
         )
     from kernels.selective_scan.triton.function import SelectiveScanTriton, choose_tiling, saves_chunk_starts
