@@ -20,6 +20,7 @@ from experiments.reports.committed_runs import SUFFIX as RUNS_SUFFIX
 from experiments.reports.detail_table import SUFFIX as DETAIL_SUFFIX
 from experiments.reports.page_summary import VERDICT_LINE
 from experiments.reports.paper_numbers import PAPER_ROW
+from experiments.reports.report_variants import variant_description
 from experiments.reports.statements import digits_for
 
 INDEX = "index.html"
@@ -123,8 +124,10 @@ def report_html(folder: Path, scale: str, stem: str, cell_keys: list[str]) -> st
     """One report's section: its title, summary, table, figure and links (paths relative to the index)."""
     page = (folder / f"{stem}.md").read_text()
     title, summary = page_summary(page)
+    made_with = variant_description(folder / stem)
+    made_with = f"; made with {made_with}" if made_with else ""
     parts = [
-        f'<h3 id="{scale}-{stem}">{html.escape(stem)} ({scale} scale)</h3>',
+        f'<h3 id="{scale}-{stem}">{html.escape(stem)} ({scale} scale{html.escape(made_with)})</h3>',
         f"<p>{inline(title)}</p>",
         summary_html(summary),
     ]

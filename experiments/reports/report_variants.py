@@ -19,6 +19,16 @@ def write_variant(stem: Path, overrides: list[str], where: list[str]) -> None:
     write_text_atomic(variant_path(stem), json.dumps({"overrides": overrides, "where": where}, indent=1) + "\n")
 
 
+def variant_description(stem: Path) -> str | None:
+    """What a report was made with, as a user types it ("task=offline_docs; --where seed=0"), from the record
+    beside it; None for a report without one."""
+    path = variant_path(stem)
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text())
+    return "; ".join([*record["overrides"], *(f"--where {pair}" for pair in record["where"])]) or None
+
+
 def committed_variants(reports: Path, scale: str, artifact: str) -> list[tuple[list[str], list[str]]]:
     """The (overrides, where pairs) of each report of ``artifact`` at ``scale`` in ``reports`` made with them, in
     the order of their names; a record that is not one is a ValueError naming it."""
