@@ -243,4 +243,7 @@ def run_training(config: DictConfig, run_dir: Path) -> dict[str, float]:
         metrics |= {DIVERGED_METRIC: 1.0, DIVERGED_AT_METRIC: float(divergence.diverged_at_step)}
     metrics["train/steps"] = float(trainer.global_step)
     metrics["train/seconds"] = clock.seconds()  # every attempt's, a resumed run's included
+    if (cpu_seconds := clock.cpu_seconds()) is not None:  # well below threads x seconds: the cores were shared
+        metrics["train/cpu_seconds"] = cpu_seconds
+    metrics["train/threads"] = float(torch.get_num_threads())
     return metrics

@@ -4,6 +4,7 @@ the data of a step is a function of (data seed, step)). The kill is XLSTM_SUITE_
 run's config and id as they are."""
 
 import json
+import time
 
 import pytest
 import torch
@@ -18,6 +19,7 @@ from experiments.training import train
 from experiments.training.checkpoints import AtomicCheckpointIO, resume_point, resumed_config_yaml
 from experiments.training.data import build_datamodule
 from experiments.training.train import FAIL_AFTER_STEPS_VARIABLE, build_module, run_training
+from experiments.training.training_clock import TrainingClock
 from tasks.fixed_sets import TRAIN_STREAM
 from tasks.fixed_sets import TrainingBatches as FixedSetBatches
 from tasks.formal_languages.data import TrainingBatches as FormalLanguageBatches
@@ -92,16 +94,20 @@ def planned(overrides: list[str]) -> PlannedRun:
     return PlannedRun("resume-test", "adhoc", {}, list(overrides), config=config, run_id=run_id_of(config))
 
 
+TIMES = ("train/seconds", "train/cpu_seconds")  # a run's wall and CPU times: never equal across two runs
+
+
+def without_times(metrics: dict[str, float]) -> dict[str, float]:
+    return {name: value for name, value in metrics.items() if name not in TIMES}
+
+
 def state_dict(run_dir) -> dict[str, torch.Tensor]:
     return torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)["state_dict"]
 
 
 def assert_equal_runs(resumed, uninterrupted) -> None:
-    """Weights after the final step, the metrics of result.json (less the wall time) and metrics.csv."""
-    metrics = [
-        {name: value for name, value in finished_result(run_dir)["metrics"].items() if name != "train/seconds"}
-        for run_dir in (resumed, uninterrupted)
-    ]
+    """Weights after the final step, the metrics of result.json (less the wall and CPU times) and metrics.csv."""
+    metrics = [without_times(finished_result(run_dir)["metrics"]) for run_dir in (resumed, uninterrupted)]
     assert metrics[0] == metrics[1]
     weights = [state_dict(run_dir) for run_dir in (resumed, uninterrupted)]
     assert weights[0].keys() == weights[1].keys()
@@ -185,8 +191,7 @@ def test_a_run_killed_in_a_validation_repeats_it(tmp_path, monkeypatch):
     resumed = run_training(compose_run_config(overrides), tmp_path / "killed")
     assert torch.load(tmp_path / "killed" / "checkpoints" / "last.ckpt", weights_only=False)["global_step"] == 8
     assert (tmp_path / "killed" / METRICS_FILE).read_text() == (tmp_path / "uninterrupted" / METRICS_FILE).read_text()
-    del uninterrupted["train/seconds"], resumed["train/seconds"]
-    assert resumed == uninterrupted
+    assert without_times(resumed) == without_times(uninterrupted)
 
 
 @pytest.mark.parametrize("damage", ["truncated", "not a checkpoint", "another config"])
@@ -279,9 +284,9 @@ def test_a_requeued_run_resumes_from_lightnings_slurm_checkpoint_when_it_is_newe
     assert f"resuming {run_dir} from step 5 (hpc_ckpt_2.ckpt)" in output
 
 
-def test_a_resumed_runs_training_time_counts_the_attempts_before_its_checkpoint(tmp_path, monkeypatch):
-    """train/seconds of a resumed run is the time its checkpoint recorded plus the resumed attempt's: the checkpoint's
-    clock is set to 1000 s here, far above what the tiny run takes."""
+def resumed_with_clock(tmp_path, monkeypatch, recorded: dict[str, float]) -> dict[str, float]:
+    """The metrics of a run killed after 5 steps and run again, its checkpoint's clock first set to ``recorded``
+    (after checking that the clock recorded both times, each far below the 1000 s set in the tests)."""
     run = planned([*PARITY, "+trainer.checkpoint_every_steps=1"])
     monkeypatch.setenv(FAIL_AFTER_STEPS_VARIABLE, "5")
     assert execute_run(run, tmp_path).status == "failed"
@@ -289,9 +294,32 @@ def test_a_resumed_runs_training_time_counts_the_attempts_before_its_checkpoint(
     last = run_directory(run, tmp_path) / "checkpoints" / "last.ckpt"
     checkpoint = torch.load(last, weights_only=False)
     [clock_key] = [key for key in checkpoint["callbacks"] if key.startswith("TrainingClock")]
-    assert 0 < checkpoint["callbacks"][clock_key]["seconds"] < 1000
-    checkpoint["callbacks"][clock_key]["seconds"] = 1000.0
+    clock = checkpoint["callbacks"][clock_key]
+    assert 0 < clock["seconds"] < 1000 and 0 < clock["cpu_seconds"] < 1000
+    checkpoint["callbacks"][clock_key] = recorded
     torch.save(checkpoint, last)
     assert execute_run(run, tmp_path).status == "done"
-    seconds = finished_result(run_directory(run, tmp_path))["metrics"]["train/seconds"]
-    assert 1000 < seconds < 1000 + 600
+    return finished_result(run_directory(run, tmp_path))["metrics"]
+
+
+def test_a_resumed_runs_training_time_counts_the_attempts_before_its_checkpoint(tmp_path, monkeypatch):
+    """train/seconds and train/cpu_seconds of a resumed run are the times its checkpoint recorded plus the resumed
+    attempt's."""
+    metrics = resumed_with_clock(tmp_path, monkeypatch, {"seconds": 1000.0, "cpu_seconds": 500.0})
+    assert 1000 < metrics["train/seconds"] < 1000 + 600 and 500 < metrics["train/cpu_seconds"] < 500 + 600
+    assert metrics["train/threads"] == torch.get_num_threads()
+
+
+def test_a_run_resumed_from_a_checkpoint_without_cpu_time_records_none_rather_than_a_part(tmp_path, monkeypatch):
+    """A checkpoint written before the CPU time was recorded: the resumed run's result has no train/cpu_seconds
+    (the attempts before the checkpoint are unknown), and its wall time still counts them."""
+    metrics = resumed_with_clock(tmp_path, monkeypatch, {"seconds": 1000.0})
+    assert "train/cpu_seconds" not in metrics and metrics["train/seconds"] > 1000
+
+
+def test_the_cpu_time_leaves_out_the_time_the_process_did_not_run():
+    """What tells a run that shared its cores from a quiet one: wall time spent off the CPU (here asleep, as a
+    process waiting for a core) adds to seconds() but not to cpu_seconds()."""
+    clock = TrainingClock()
+    time.sleep(0.3)
+    assert clock.seconds() >= 0.3 and clock.cpu_seconds() < 0.5 * clock.seconds()
