@@ -43,10 +43,14 @@ export XLSTM_SUITE_PROBE_TIMEOUT=${XLSTM_SUITE_PROBE_TIMEOUT:-60}
   >>"$session_log" 2>&1
 
 # the GPU suite: the files that hold tests marked gpu (collecting the whole suite would cost its imports), tests/gpu
-# first (pytest runs them in this order): its training runs start at its first test and train beside the others
-gpu_test_files=$(grep -l "pytest.mark.gpu" tests/gpu/*.py tests/*.py)
+# first (pytest runs them in this order): its training runs start at its first test and train beside the others;
+# the kernels' CUDA tests live in tests/kernels and elsewhere
+gpu_test_files() {
+  { grep -l "pytest.mark.gpu" tests/gpu/*.py; grep -rl --include="*.py" "pytest.mark.gpu" tests | sort; } \
+    | awk '!seen[$0]++'
+}
 step "pytest -m gpu" "$TESTS_SECONDS" "$OUT/gpu-tests.log" \
-  python3 -m pytest -q -p no:cacheprovider -m gpu --junitxml="$OUT/gpu-tests.xml" $gpu_test_files
+  python3 -m pytest -q -p no:cacheprovider -m gpu --junitxml="$OUT/gpu-tests.xml" $(gpu_test_files)
 step "gpu report" 60 "$session_log" python3 -m tests.gpu_report "$OUT/gpu-tests.xml"
 
 step "benchmarks gpu" $((GPU_BUDGET + START_SECONDS)) "$OUT/benchmarks.log" \

@@ -4,6 +4,8 @@ processes' failures, the time budget, the rows (MFU, ratios, memory), the CSVs; 
 on them is checked. The measurements themselves run on a lent GPU (benchmarks/gpu_session.sh)."""
 
 import math
+import re
+import subprocess
 import time
 
 import pandas as pd
@@ -17,6 +19,7 @@ from benchmarks.gpu_training_step import measure, micro_batches, timed_steps
 from models.flops import flops_per_token
 from models.registry import build_language_model_from, known_language_models
 from tests.processes import running
+from tests.repository_copy import REPOSITORY_ROOT
 
 VOCAB = 64
 H200 = Device("NVIDIA H200", 989.0, "2.11.0")
@@ -278,3 +281,27 @@ def test_the_gpu_sections_without_cuda_exit_with_one_line(capsys):
         (line,) = captured.err.splitlines()
         assert "need a CUDA device" in line and str([s for s in sections if s.startswith("gpu")]) in line
     assert "gpu" not in run.SECTIONS  # `make bench` (every section by default) stays on the CPU
+
+
+def test_the_gpu_session_runs_every_test_file_that_holds_gpu_tests_with_tests_gpu_first():
+    """benchmarks/gpu_session.sh passes pytest the files that hold tests marked gpu; a file it missed would never run
+    on a lent GPU (its CUDA kernel tests, e.g. tests/kernels/test_mlstm_triton.py, did not, once the tests moved into
+    folders)."""
+    script = REPOSITORY_ROOT / "benchmarks" / "gpu_session.sh"
+    listed = subprocess.run(
+        ["bash", "-c", f'eval "$(sed -n "/^gpu_test_files()/,/^}}/p" {script})" && gpu_test_files'],
+        cwd=REPOSITORY_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    holding = sorted(
+        str(path.relative_to(REPOSITORY_ROOT))
+        for path in (REPOSITORY_ROOT / "tests").rglob("test_*.py")
+        if re.search(r"pytest\.mark\.gpu\b", path.read_text())
+    )
+    assert sorted(listed) == holding and len(listed) == len(set(listed))
+    assert "tests/kernels/test_mlstm_triton.py" in listed
+    first_elsewhere = next(index for index, path in enumerate(listed) if not path.startswith("tests/gpu/"))
+    assert all(path.startswith("tests/gpu/") for path in listed[:first_elsewhere])
+    assert not any(path.startswith("tests/gpu/") for path in listed[first_elsewhere:])
