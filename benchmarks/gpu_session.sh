@@ -6,13 +6,14 @@
 #   on the device:    run(command="XLSTM_SUITE_COMMIT=<git rev-parse HEAD> bash benchmarks/gpu_session.sh",
 #                         carry=[".gpu"], timeout_s=600)
 #
-# What comes back in $OUT (8 files): tests.md (results/reports/gpu/tests.md), gpu-tests.xml (pytest's junit XML, from
-# which `python -m tests.gpu_report` rewrites tests.md), gpu_throughput.csv and gpu_xlstm.csv (results/reports/),
-# benchmarks.csv (results/reports/benchmarks.csv with the GPU sections' rows), and the logs of the session, of the
-# tests and of the benchmarks. Copy the four results into results/reports/ and commit them with the device's name.
+# What comes back in $OUT (7 files): tests.md (results/reports/gpu/tests.md), gpu-tests.tar.gz (the junit XML and log
+# of each of the two pytest runs, tests/gpu and the kernels' CUDA tests, from which `python -m tests.gpu_report
+# gpu-tests.xml gpu-kernel-tests.xml` rewrites tests.md), gpu_throughput.csv and gpu_xlstm.csv (results/reports/),
+# benchmarks.csv (results/reports/benchmarks.csv with the GPU sections' rows), and the logs of the session and of the
+# benchmarks. Copy the four results into results/reports/ and commit them with the device's name.
 #
-# Time limits (seconds; environment variables): TESTS_SECONDS for pytest (then SIGINT: pytest writes the junit XML
-# of what ran and stops the training runs under way), GPU_BUDGET and XLSTM_BUDGET for the benchmark sections (their
+# Time limits (seconds; environment variables): TESTS_SECONDS for each pytest run (then SIGINT: pytest writes the
+# junit XML of what ran and stops the training runs under way), GPU_BUDGET and XLSTM_BUDGET for the benchmark sections (their
 # models and shapes within the budget; each run gets the budget plus START_SECONDS before it is killed).
 set -u
 OUT=${OUT:-$PWD/.gpu/out}
@@ -43,15 +44,27 @@ export XLSTM_SUITE_PROBE_TIMEOUT=${XLSTM_SUITE_PROBE_TIMEOUT:-60}
   >>"$session_log" 2>&1
 
 # the GPU suite: the files that hold tests marked gpu (collecting the whole suite would cost its imports), tests/gpu
-# first (pytest runs them in this order): its training runs start at its first test and train beside the others;
-# the kernels' CUDA tests live in tests/kernels and elsewhere
+# first; the kernels' CUDA tests live in tests/kernels and elsewhere
 gpu_test_files() {
   { grep -l "pytest.mark.gpu" tests/gpu/*.py; grep -rl --include="*.py" "pytest.mark.gpu" tests | sort; } \
     | awk '!seen[$0]++'
 }
-step "pytest -m gpu" "$TESTS_SECONDS" "$OUT/gpu-tests.log" \
-  python3 -m pytest -q -p no:cacheprovider -m gpu --junitxml="$OUT/gpu-tests.xml" $(gpu_test_files)
-step "gpu report" 60 "$session_log" python3 -m tests.gpu_report "$OUT/gpu-tests.xml"
+# two pytest processes side by side, each under the time limit: tests/gpu (its training runs start at its first test
+# and train beside its other tests) and the kernels' CUDA tests, whose Triton compiles (about a second per kernel
+# variant, one thread) would otherwise queue behind the training
+gpu_test() {  # gpu_test NAME FILES...: pytest -m gpu on FILES, its junit XML and log in $OUT/NAME.xml, NAME.log
+  local name=$1
+  shift
+  step "pytest -m gpu ($name)" "$TESTS_SECONDS" "$OUT/$name.log" \
+    python3 -m pytest -q -p no:cacheprovider -m gpu --junitxml="$OUT/$name.xml" "$@"
+}
+gpu_test gpu-tests $(gpu_test_files | grep '^tests/gpu/') &
+gpu_test gpu-kernel-tests $(gpu_test_files | grep -v '^tests/gpu/') &
+wait
+step "gpu report" 60 "$session_log" python3 -m tests.gpu_report $(ls "$OUT"/gpu-tests.xml "$OUT"/gpu-kernel-tests.xml)
+# at most 8 files come back: the tests' raw XML and logs travel as one archive
+raw_test_files=$(cd "$OUT" && ls gpu-tests.xml gpu-tests.log gpu-kernel-tests.xml gpu-kernel-tests.log 2>/dev/null)
+tar -czf "$OUT/gpu-tests.tar.gz" -C "$OUT" $raw_test_files 2>>"$session_log" && (cd "$OUT" && rm -f $raw_test_files)
 
 step "benchmarks gpu" $((GPU_BUDGET + START_SECONDS)) "$OUT/benchmarks.log" \
   python3 -m benchmarks.run --only gpu --budget-seconds "$GPU_BUDGET"

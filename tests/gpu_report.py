@@ -1,6 +1,9 @@
 """The GPU suite's report: results/reports/gpu/tests.md from a ``pytest -m gpu --junitxml=FILE`` run.
 
-    python -m tests.gpu_report FILE [--output results/reports/gpu/tests.md]   (make test-gpu runs it)
+    python -m tests.gpu_report FILE [FILE ...] [--output results/reports/gpu/tests.md]   (make test-gpu runs it)
+
+Several files are the pytest runs of one session side by side (benchmarks/gpu_session.sh runs tests/gpu and the
+kernels' CUDA tests in two processes at once): one report of them all.
 
 The page holds the machine and the stack the run had (recorded by tests/gpu/conftest.py as test-suite properties:
 device, driver, CUDA, torch, Triton, Python, the optional kernel packages, the suite's commit), the totals, then
@@ -81,6 +84,21 @@ def read_junit(path: Path) -> SuiteRun:
             TestResult(f"{file}::{case.get('name')}", outcome, float(case.get("time") or 0), message, properties)
         )
     return SuiteRun(environment, results, float(suite.get("time") or 0), suite.get("timestamp", ""))
+
+
+def read_junits(paths: list[Path]) -> SuiteRun:
+    """The runs of ``paths``, side by side, as one: every test case, the properties of the runs that recorded them
+    (the first file's where two differ), the longest run's seconds and the earliest start."""
+    runs = [read_junit(path) for path in paths]
+    environment: dict[str, str] = {}
+    for run in reversed(runs):
+        environment.update(run.environment)
+    return SuiteRun(
+        environment,
+        [result for run in runs for result in run.results],
+        max(run.seconds for run in runs),
+        min((run.timestamp for run in runs if run.timestamp), default=""),
+    )
 
 
 def _version(distribution: str) -> str:
@@ -185,14 +203,18 @@ def report_text(run: SuiteRun) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("junit", type=Path, help="the junit XML file of a pytest -m gpu run")
+    parser.add_argument(
+        "junit", type=Path, nargs="+", help="the junit XML files of pytest -m gpu runs (of one session: one report)"
+    )
     parser.add_argument("--output", type=Path, default=DESTINATION)
     arguments = parser.parse_args(argv)
-    if not arguments.junit.is_file():
-        parser.error(f"{arguments.junit} is not a file: run pytest -m gpu --junitxml={arguments.junit} first")
-    run = read_junit(arguments.junit)
+    for path in arguments.junit:
+        if not path.is_file():
+            parser.error(f"{path} is not a file: run pytest -m gpu --junitxml={path} first")
+    run = read_junits(arguments.junit)
     if "device" not in run.environment and all(result.outcome == "skipped" for result in run.results):
-        print(f"{arguments.junit}: every GPU test was skipped (no CUDA device?): {arguments.output} is left as it is")
+        files = ", ".join(str(path) for path in arguments.junit)
+        print(f"{files}: every GPU test was skipped (no CUDA device?): {arguments.output} is left as it is")
         return 1
     write_text_atomic(arguments.output, report_text(run))
     print(f"wrote {arguments.output}")

@@ -81,6 +81,27 @@ def test_the_report_gives_the_stack_and_each_models_and_backends_results(tmp_pat
     assert page.index("## Per model") < page.index("## Per kernel backend") < page.index("## Other GPU tests")
 
 
+def test_the_two_runs_of_a_session_side_by_side_make_one_report(tmp_path):
+    """benchmarks/gpu_session.sh runs tests/gpu and the kernels' CUDA tests as two pytest processes at once: one
+    page of both, the stack from the run that recorded it, the longer run's time."""
+    suite, kernels = tmp_path / "gpu-tests.xml", tmp_path / "gpu-kernel-tests.xml"
+    suite.write_text(JUNIT)
+    kernels.write_text(
+        '<testsuites><testsuite name="pytest" time="400.0" timestamp="2026-11-28T10:00:01.000000+00:00">'
+        '<testcase classname="tests.kernels.test_mlstm_triton" name="test_cuda_matches_torch[128-bfloat16]" '
+        'time="9.0" /><testcase classname="tests.kernels.test_slstm_triton" name="test_cuda_matches_torch" '
+        'time="3.0"><failure message="AssertionError: h differs" /></testcase></testsuite></testsuites>'
+    )
+    output = tmp_path / "tests.md"
+    assert gpu_report.main([str(suite), str(kernels), "--output", str(output)]) == 0
+    page = output.read_text()
+    assert "Run: 2026-11-28T10:00:00.000000+00:00, 400 s; 8 tests: 4 passed, 3 failed, 1 skipped" in page
+    assert "- device: NVIDIA H200" in page.splitlines()
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in page.splitlines() if line.startswith("| ")}
+    assert rows["tests/kernels/test_mlstm_triton.py"].startswith("| tests/kernels/test_mlstm_triton.py | 1 | 1 | 0 |")
+    assert rows["tests/kernels/test_slstm_triton.py"].startswith("| tests/kernels/test_slstm_triton.py | 0 | 1 | 0 |")
+
+
 def test_a_run_that_skipped_every_test_leaves_the_report_as_it_is(tmp_path, capsys):
     junit, output = tmp_path / "gpu.xml", tmp_path / "tests.md"
     junit.write_text(
