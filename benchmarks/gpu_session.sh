@@ -13,8 +13,9 @@
 # benchmarks. Copy the four results into results/reports/ and commit them with the device's name.
 #
 # Time limits (seconds; environment variables): TESTS_SECONDS for each pytest run (then SIGINT: pytest writes the
-# junit XML of what ran and stops the training runs under way), GPU_BUDGET and XLSTM_BUDGET for the benchmark sections (their
-# models and shapes within the budget; each run gets the budget plus START_SECONDS before it is killed).
+# junit XML of what ran and stops the training runs under way), GPU_BUDGET and XLSTM_BUDGET for the benchmark
+# sections (their models and shapes within the budget; each run gets the budget plus START_SECONDS before it is
+# killed).
 set -u
 OUT=${OUT:-$PWD/.gpu/out}
 TESTS_SECONDS=${TESTS_SECONDS:-270}

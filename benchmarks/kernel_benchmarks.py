@@ -196,7 +196,8 @@ def slstm_comparisons(repeats: int) -> list[Comparison]:
     ]
 
 
-# (B, S, DI, N): a mini MQAR Mamba layer (width 64, batch 64, context 128) and a mini language model's (width 192)
+# (B, S, DI, N): a mini MQAR Mamba layer (width 64, batch 64) at twice mqar-main's mini context (128), and a mini
+# language model's layer (width 192, batch 16, context 256)
 SELECTIVE_SCAN_MODES = {(64, 128, 128, 16): ("fwd", "fwd+bwd"), (16, 256, 384, 16): ("fwd",)}
 
 
