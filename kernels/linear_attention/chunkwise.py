@@ -14,9 +14,21 @@ Per-key-dim decays need an (L, L, DK) tensor per chunk, scalar decays an (L, L) 
 chunk boundaries come from a loop over chunks on (DK, DV) states; each chunk's own contribution is one
 batched matmul. A ragged last chunk is padded with steps of decay 1 and zero keys, which leave the
 state unchanged.
+
+The backward is written by hand (one autograd Function). The gradients of q, k, v and the initial state
+are the same chunkwise computation run backwards: query-side outputs read states, key-side ones read the
+gradient flowing into the states after their chunk. The log decays' gradient needs no (L, L, DK) tensor:
+with b_t the log decay summed from the sequence's start, the output and final state depend on b only
+through q_t exp(b_t) (exp(b_{t-1}) if exclusive), k_s exp(-b_s) and the final state's exp(b_T), so
+
+    dL/db_u = q_u . dq_u (q_{u+1} . dq_{u+1} if exclusive) - k_u . dk_u (+ sum(dF * F) at u = T)
+
+elementwise per key dim, and dL/da_r is the sum of dL/db_u over u >= r (the identity fla's chunked
+kernels use). Nothing of b is ever exponentiated; only the gradients are summed.
 """
 
 import torch
+from torch.autograd.function import once_differentiable
 from torch.nn.functional import pad
 
 
@@ -47,17 +59,6 @@ def _segment_log_decays(log_decay: torch.Tensor, exclusive: bool) -> torch.Tenso
     return sums.masked_fill(~reaches[..., None], float("-inf"))
 
 
-def _intra_chunk_scores(q, k, log_decay, exclusive) -> torch.Tensor:
-    """Decayed scores within chunks (B, NH, NC, L, L).
-
-    q, k: (B, NH, NC, L, DK); log_decay: (B, NH, NC, L, DK), or (..., L, 1) for one decay per head.
-    """
-    decay = torch.exp(_segment_log_decays(log_decay, exclusive))  # (B, NH, NC, L, L, DK or 1)
-    if log_decay.shape[-1] == 1:
-        return (q @ k.transpose(-1, -2)) * decay[..., 0]
-    return torch.einsum("...tsd,...td,...sd->...ts", decay, q, k)
-
-
 def _chunk_start_states(k, v, decay_after, chunk_decay, start) -> tuple[torch.Tensor, torch.Tensor]:
     """States before every chunk (B, NH, NC, DK, DV) and after the last one (B, NH, DK, DV).
 
@@ -70,6 +71,112 @@ def _chunk_start_states(k, v, decay_after, chunk_decay, start) -> tuple[torch.Te
     for state_in_c, decay_c in zip(state_in.unbind(2), chunk_decay[..., None].unbind(2)):
         states.append(torch.addcmul(state_in_c, decay_c, states[-1]))  # (B, NH, DK, DV)
     return torch.stack(states[:-1], dim=2), states[-1]
+
+
+def _forward_in_chunks(q, k, v, log_decay, start, exclusive):
+    """Outputs (B, NH, NC, L, DV), final state (B, NH, DK, DV) and what the backward reads.
+
+    q, k: (B, NH, NC, L, DK); v: (B, NH, NC, L, DV); log_decay: (B, NH, NC, L, DK or 1); start (B, NH, DK, DV).
+    """
+    from_start = log_decay.cumsum(3)  # (B, NH, NC, L, DK or 1) log decay from the chunk's start to t
+    if exclusive:
+        from_start = _shift(from_start, 3, forward=True)  # to t - 1
+    to_end = _shift(log_decay.flip(3).cumsum(3).flip(3), 3, forward=False)  # after s to the chunk's end
+    decay = torch.exp(_segment_log_decays(log_decay, exclusive))  # (B, NH, NC, L, L, DK or 1)
+    scores = _intra_chunk_scores(q, k, decay)  # (B, NH, NC, L, L)
+    decay_from_start, decay_to_end, chunk_decay = torch.exp(from_start), torch.exp(to_end), torch.exp(log_decay.sum(3))
+    starts, final_state = _chunk_start_states(k, v, decay_to_end, chunk_decay, start)
+    o = scores @ v + (q * decay_from_start) @ starts  # (B, NH, NC, L, DV)
+    return o, final_state, (decay, scores, starts, decay_from_start, decay_to_end, chunk_decay)
+
+
+def _intra_chunk_scores(q, k, decay) -> torch.Tensor:
+    """Decayed scores within chunks (B, NH, NC, L, L).
+
+    q, k: (B, NH, NC, L, DK); decay: (B, NH, NC, L, L, DK), or (..., L, L, 1) for one decay per head.
+    """
+    if decay.shape[-1] == 1:
+        return (q @ k.transpose(-1, -2)) * decay[..., 0]
+    # per query t, a (L, DK) x (DK,) product: [t, s] = sum_d decay[t, s, d] k[s, d] q[t, d]
+    return ((decay * k[..., None, :, :]) @ q[..., :, :, None])[..., 0]
+
+
+def _intra_chunk_input_gradients(q, k, decay, grad_scores) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gradients of q and k (B, NH, NC, L, DK) through the intra-chunk scores, given theirs (..., L, L)."""
+    if decay.shape[-1] == 1:
+        weighted = grad_scores * decay[..., 0]  # (B, NH, NC, L, L)
+        return weighted @ k, weighted.transpose(-1, -2) @ q
+    weighted = grad_scores[..., None] * decay  # (B, NH, NC, L, L, DK)
+    return (weighted * k[..., None, :, :]).sum(-2), (weighted * q[..., :, None, :]).sum(-3)
+
+
+def _state_gradients(q_decayed, grad_o, chunk_decay, grad_final_state) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gradients of the states after every chunk (B, NH, NC, DK, DV) and of the initial state (B, NH, DK, DV).
+
+    q_decayed: (B, NH, NC, L, DK), the queries times their decay since the chunk's start; grad_o: (..., L, DV);
+    chunk_decay: (B, NH, NC, DK or 1); grad_final_state: (B, NH, DK, DV).
+    """
+    read_by_chunk = q_decayed.transpose(-1, -2) @ grad_o  # (B, NH, NC, DK, DV): through the chunk's outputs
+    after = [grad_final_state]
+    for read_c, decay_c in zip(reversed(read_by_chunk.unbind(2)), reversed(chunk_decay[..., None].unbind(2))):
+        after.append(torch.addcmul(read_c, decay_c, after[-1]))  # into the state before this chunk
+    return torch.stack(after[-2::-1], dim=2), after[-1]
+
+
+class _ChunkwiseGatedAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, log_decay, initial_state, exclusive, chunk_len):
+        B, NH, S, DK = q.shape
+        DV = v.shape[-1]
+        NC = -(-S // chunk_len)
+        start = initial_state if initial_state is not None else q.new_zeros(B, NH, DK, DV)
+        chunked = (_pad_time(x, NC * chunk_len - S).reshape(B, NH, NC, chunk_len, -1) for x in (q, k, v, log_decay))
+        q, k, v, log_decay = chunked
+        o, final_state, saved = _forward_in_chunks(q, k, v, log_decay, start, exclusive)
+        ctx.save_for_backward(q, k, v, final_state, *saved)
+        ctx.exclusive, ctx.length, ctx.has_initial_state = exclusive, S, initial_state is not None
+        return o.reshape(B, NH, NC * chunk_len, DV)[:, :, :S], final_state
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_o, grad_final_state):
+        q, k, v, final_state, decay, scores, starts, decay_from_start, decay_to_end, chunk_decay = ctx.saved_tensors
+        B, NH, NC, L, DK = q.shape
+        if grad_final_state is None:
+            grad_final_state = torch.zeros_like(final_state)
+        grad_o = _pad_time(grad_o, NC * L - ctx.length).reshape(B, NH, NC, L, -1)  # (B, NH, NC, L, DV)
+        grad_after, grad_start = _state_gradients(q * decay_from_start, grad_o, chunk_decay, grad_final_state)
+        # o = scores @ v + (q * decay_from_start) @ starts;  starts feed on k * decay_to_end and v
+        grad_q, grad_k = _intra_chunk_input_gradients(q, k, decay, grad_o @ v.transpose(-1, -2))
+        grad_q = grad_q + decay_from_start * (grad_o @ starts.transpose(-1, -2))  # (B, NH, NC, L, DK)
+        grad_k = grad_k + decay_to_end * (v @ grad_after.transpose(-1, -2))
+        grad_v = scores.transpose(-1, -2) @ grad_o + (k * decay_to_end) @ grad_after  # (B, NH, NC, L, DV)
+        grad_q, grad_k, grad_v = (x.reshape(B, NH, NC * L, -1) for x in (grad_q, grad_k, grad_v))
+        grad_log_decay = _log_decay_gradient(
+            q.reshape(B, NH, NC * L, DK),
+            grad_q,
+            k.reshape(B, NH, NC * L, DK),
+            grad_k,
+            final_state,
+            grad_final_state,
+            exclusive=ctx.exclusive,
+            per_key_dim=decay.shape[-1] > 1,
+        )
+        S = ctx.length
+        grads = (x[:, :, :S] for x in (grad_q, grad_k, grad_v, grad_log_decay))
+        return *grads, (grad_start if ctx.has_initial_state else None), None, None
+
+
+def _log_decay_gradient(q, grad_q, k, grad_k, final_state, grad_final_state, *, exclusive, per_key_dim):
+    """dL/da (B, NH, S, DK or 1) from the gradients of q and k (B, NH, S, DK): the identity of the module's doc."""
+    through_q = q * grad_q
+    if exclusive:
+        through_q = _shift(through_q, 2, forward=False)  # query t reads b_{t-1}
+    grad_b = through_q - k * grad_k  # (B, NH, S, DK)
+    grad_b[:, :, -1] += (grad_final_state * final_state).sum(-1)  # the final state reads b_T
+    if not per_key_dim:
+        grad_b = grad_b.sum(-1, keepdim=True)
+    return grad_b.flip(2).cumsum(2).flip(2)  # sum over u >= r
 
 
 def chunkwise_gated_attention(
@@ -87,19 +194,5 @@ def chunkwise_gated_attention(
     q (already scaled), k: (B, NH, S, DK); v: (B, NH, S, DV); log_decay: (B, NH, S, DK) per key dim or
     (B, NH, S, 1) per head, all <= 0; initial_state: (B, NH, DK, DV) or None for zeros.
     """
-    B, NH, S, DK = q.shape
-    DV = v.shape[-1]
-    L = min(chunk_size, S)
-    NC = -(-S // L)
-    extra = NC * L - S
-    start = initial_state if initial_state is not None else q.new_zeros(B, NH, DK, DV)
-    q, k, v, log_decay = (_pad_time(x, extra).reshape(B, NH, NC, L, -1) for x in (q, k, v, log_decay))
-    from_start = log_decay.cumsum(3)  # (B, NH, NC, L, DK or 1) log decay from the chunk's start to t
-    if exclusive:
-        from_start = _shift(from_start, 3, forward=True)  # to t - 1
-    to_end = _shift(log_decay.flip(3).cumsum(3).flip(3), 3, forward=False)  # after s to the chunk's end
-    chunk_total = log_decay.sum(3)  # (B, NH, NC, DK or 1)
-    scores = _intra_chunk_scores(q, k, log_decay, exclusive)  # (B, NH, NC, L, L)
-    starts, final_state = _chunk_start_states(k, v, torch.exp(to_end), torch.exp(chunk_total), start)
-    o = scores @ v + (q * torch.exp(from_start)) @ starts  # (B, NH, NC, L, DV)
-    return o.reshape(B, NH, NC * L, DV)[:, :, :S], final_state
+    chunk_len = min(chunk_size, q.shape[2])
+    return _ChunkwiseGatedAttention.apply(q, k, v, log_decay, initial_state, exclusive, chunk_len)

@@ -216,43 +216,52 @@ def test_chunkwise_is_exact_and_finite_under_extreme_decays(op):
     assert torch.isfinite(chunked32).all()
 
 
-@pytest.mark.parametrize("op", ["gla", "retention", "hgrn", "rwkv6"])
-def test_chunkwise_gradients_equal_stepwise_gradients(op):
-    q, k, v, log_decay, state = _heads_inputs(torch.float64)
+def _op_cases(decay_scale):
+    """Per op: inputs (including the initial state, last), the chunked op (outputs, final state) and its step."""
+    q, k, v, log_decay, state = _heads_inputs(torch.float64, decay_scale=decay_scale)
     bonus = _random(NH, DK, dtype=torch.float64, seed=6)
-    head_decay = log_decay[..., 0]  # (B, S, NH)
-    hgrn_state = state[:, 0, 0]  # (B, DV)
-    cases = {
-        "gla": ((q, k, v, log_decay), lambda *x: gla(*x, initial_state=state, chunk_size=8), gla_step, state),
+    return {
+        "gla": (
+            (q, k, v, log_decay, state),
+            lambda *x, c: gla(*x[:4], initial_state=x[4], return_state=True, chunk_size=c),
+            gla_step,
+        ),
         "retention": (
-            (q, k, v, head_decay),
-            lambda *x: retention(*x, initial_state=state, chunk_size=8),
+            (q, k, v, log_decay[..., 0], state),  # one decay per head: (B, S, NH)
+            lambda *x, c: retention(*x[:4], initial_state=x[4], return_state=True, chunk_size=c),
             retention_step,
-            state,
         ),
         "hgrn": (
-            (v[:, :, 0], log_decay[:, :, 0, :DV]),
-            lambda *x: hgrn(*x, initial_state=hgrn_state, chunk_size=8),
+            (v[:, :, 0], log_decay[:, :, 0, :DV], state[:, 0, 0]),  # x (B, S, DV), state (B, DV)
+            lambda *x, c: hgrn(*x[:2], initial_state=x[2], return_state=True, chunk_size=c),
             hgrn_step,
-            hgrn_state,
         ),
         "rwkv6": (
-            (q, k, v, log_decay),
-            lambda *x: rwkv6(*x, bonus, initial_state=state, chunk_size=8),
+            (q, k, v, log_decay, state),
+            lambda *x, c: rwkv6(*x[:4], bonus, initial_state=x[4], return_state=True, chunk_size=c),
             lambda *a: rwkv6_step(*a[:4], bonus, a[4]),
-            state,
         ),
     }
-    inputs, chunked, step, start = cases[op]
-    weights = _random(*chunked(*inputs).shape, dtype=torch.float64, seed=11)
+
+
+@pytest.mark.parametrize("decay_scale", [3.0, 100.0])  # 100: log decays down to about -300 per step
+@pytest.mark.parametrize("chunk_size", CHUNK_SIZES)
+@pytest.mark.parametrize("op", ["gla", "retention", "hgrn", "rwkv6"])
+def test_chunkwise_gradients_equal_stepwise_gradients(op, chunk_size, decay_scale):
+    """Every input's gradient, the initial state's included, through both the outputs and the final state."""
+    inputs, chunked, step = _op_cases(decay_scale)[op]
+    outputs, final_state = chunked(*inputs, c=chunk_size)
+    weights = _random(*outputs.shape, dtype=torch.float64, seed=11)
+    state_weights = _random(*final_state.shape, dtype=torch.float64, seed=12)
 
     def gradients(run):
         leaves = [x.detach().requires_grad_() for x in inputs]
-        (run(leaves) * weights).sum().backward()
+        outputs, final_state = run(leaves)
+        ((outputs * weights).sum() + (final_state * state_weights).sum()).backward()
         return [leaf.grad for leaf in leaves]
 
-    expected = gradients(lambda leaves: _run_steps(step, leaves, start)[0])
-    for got, want in zip(gradients(lambda leaves: chunked(*leaves)), expected):
+    expected = gradients(lambda leaves: _run_steps(step, leaves[:-1], leaves[-1]))
+    for got, want in zip(gradients(lambda leaves: chunked(*leaves, c=chunk_size)), expected, strict=True):
         torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
 
 
