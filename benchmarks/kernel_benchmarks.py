@@ -1,8 +1,11 @@
 """Our mLSTM and sLSTM kernels against the official ones (mlstm_kernels==2.0.6, xlstm==2.0.6): time, memory, GFLOP/s;
-and Mamba's selective scan against transformers' torch reference scan.
+Mamba's selective scan against transformers' torch reference scan; the gated linear attention of GLA, HGRN2 and
+RWKV-6 against flash-linear-attention's recurrent reference.
 
 Every peer is the fastest of the official native torch kernels of that formulation, timed interleaved with ours.
 """
+
+import itertools
 
 import torch
 
@@ -11,6 +14,7 @@ import kernels.slstm as slstm
 from benchmarks.comparison import Comparison
 from benchmarks.memory import LiveTensorBytes
 from benchmarks.timing import interleaved_medians
+from kernels.linear_attention import gla, rwkv6
 from kernels.selective_scan import selective_scan
 
 B, NH, DH = 1, 4, 64
@@ -236,6 +240,59 @@ def selective_scan_comparisons(repeats: int) -> list[Comparison]:
                     "ms",
                     times["ours"] * 1e3,
                     "transformers mamba_selective_scan",
+                    times["peer"] * 1e3,
+                )
+            )
+    return comparisons
+
+
+# (B, S, NH, D) -> modes: the MQAR mini grid's RWKV-6 layer (width 64, one head of 64, batch 64, context 64), and a
+# language model's (width 192, three heads of 64, batch 16, context 256), forward only: the peer's backward through
+# 256 steps takes about a minute
+LINEAR_ATTENTION_MODES = {(64, 64, 1, 64): ("fwd", "fwd+bwd"), (16, 256, 3, 64): ("fwd",)}
+
+
+def linear_attention_inputs(batch: int, S: int, NH: int, D: int) -> tuple[torch.Tensor, ...]:
+    """q, k, v, log decays (B, S, NH, D) in GLA's range (log-sigmoid / 16) and a bonus (NH, D), requiring grad."""
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(batch, S, NH, D, generator=generator) for _ in range(3))
+    log_decay = torch.nn.functional.logsigmoid(torch.randn(batch, S, NH, D, generator=generator)) / 16
+    bonus = torch.randn(NH, D, generator=generator)
+    return tuple(t.requires_grad_() for t in (q, k, v, log_decay, bonus))
+
+
+def linear_attention_comparisons(repeats: int) -> list[Comparison]:
+    """Our chunkwise torch op (backend "torch", chunks of 8 steps) against fla's recurrent reference
+    (``naive_recurrent_gla``, ``naive_recurrent_rwkv6``: the recurrence step by step in float32), GLA's inclusive
+    form and RWKV-6's exclusive one with its bonus."""
+    from fla.ops.gla.naive import naive_recurrent_gla
+    from fla.ops.rwkv6.recurrent_naive import naive_recurrent_rwkv6
+
+    def fla_rwkv6(r, k, v, log_decay, bonus):  # fla's reference takes (B, NH, S, D) and returns that layout
+        heads_first = (x.transpose(1, 2) for x in (r, k, v, log_decay))
+        return naive_recurrent_rwkv6(*heads_first, bonus, scale=1.0)[0].transpose(1, 2)
+
+    ops = {  # op -> ours, the peer (both take q or r, k, v, log decays, bonus), the peer's name
+        "gla": (
+            lambda q, k, v, log_decay, bonus: gla(q, k, v, log_decay, backend="torch"),
+            lambda q, k, v, log_decay, bonus: naive_recurrent_gla(q, k, v, log_decay)[0],  # both scale q by D^-0.5
+            "fla naive_recurrent_gla",
+        ),
+        "rwkv6": (lambda *inputs: rwkv6(*inputs, backend="torch"), fla_rwkv6, "fla naive_recurrent_rwkv6"),
+    }
+    comparisons = []
+    for shape, modes in LINEAR_ATTENTION_MODES.items():
+        inputs = linear_attention_inputs(*shape)
+        for (op, (ours_op, peer_op, peer_name)), mode in itertools.product(ops.items(), modes):
+            runs = {"ours": run_mode(ours_op, inputs, mode), "peer": run_mode(peer_op, inputs, mode)}
+            times = interleaved_medians(runs, repeats)
+            comparisons.append(
+                Comparison(
+                    f"{op} {mode}",
+                    "B={} S={} NH={} D={}".format(*shape),
+                    "ms",
+                    times["ours"] * 1e3,
+                    peer_name,
                     times["peer"] * 1e3,
                 )
             )

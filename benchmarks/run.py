@@ -42,7 +42,20 @@ from benchmarks.timing import interleaved_medians
 from experiments.atomic import write_text_atomic
 from experiments.paths import REPORTS
 
-SECTIONS = ("mlstm", "memory", "slstm", "mamba", "training", "generation", "mqar", "lm", "store", "cli", "allocator")
+SECTIONS = (
+    "mlstm",
+    "memory",
+    "slstm",
+    "mamba",
+    "linear",
+    "training",
+    "generation",
+    "mqar",
+    "lm",
+    "store",
+    "cli",
+    "allocator",
+)
 GPU_SECTIONS = ("gpu", "gpu_xlstm")  # run only when named (--only), on a CUDA device
 GPU_BUDGET_SECONDS = {"gpu": 600.0, "gpu_xlstm": 600.0}  # each section's default time budget
 
@@ -76,6 +89,8 @@ def comparisons(
         return kernel_benchmarks.slstm_comparisons(repeats)
     if section == "mamba":
         return kernel_benchmarks.selective_scan_comparisons(repeats)
+    if section == "linear":
+        return kernel_benchmarks.linear_attention_comparisons(repeats)
     if section == "training":
         return model_benchmarks.training_comparisons(repeats)
     if section == "lm":

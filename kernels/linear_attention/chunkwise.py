@@ -97,8 +97,7 @@ def _intra_chunk_scores(q, k, decay) -> torch.Tensor:
     """
     if decay.shape[-1] == 1:
         return (q @ k.transpose(-1, -2)) * decay[..., 0]
-    # per query t, a (L, DK) x (DK,) product: [t, s] = sum_d decay[t, s, d] k[s, d] q[t, d]
-    return ((decay * k[..., None, :, :]) @ q[..., :, :, None])[..., 0]
+    return (decay * k[..., None, :, :] * q[..., :, None, :]).sum(-1)  # [t, s] = sum_d decay[t, s, d] k[s, d] q[t, d]
 
 
 def _intra_chunk_input_gradients(q, k, decay, grad_scores) -> tuple[torch.Tensor, torch.Tensor]:
@@ -130,8 +129,9 @@ class _ChunkwiseGatedAttention(torch.autograd.Function):
         DV = v.shape[-1]
         NC = -(-S // chunk_len)
         start = initial_state if initial_state is not None else q.new_zeros(B, NH, DK, DV)
+        # contiguous: batched matmuls over (B, NH, NC) of strided views run matrix by matrix, copying each
         chunked = (_pad_time(x, NC * chunk_len - S).reshape(B, NH, NC, chunk_len, -1) for x in (q, k, v, log_decay))
-        q, k, v, log_decay = chunked
+        q, k, v, log_decay = (x.contiguous() for x in chunked)
         o, final_state, saved = _forward_in_chunks(q, k, v, log_decay, start, exclusive)
         ctx.save_for_backward(q, k, v, final_state, *saved)
         ctx.exclusive, ctx.length, ctx.has_initial_state = exclusive, S, initial_state is not None
@@ -144,7 +144,7 @@ class _ChunkwiseGatedAttention(torch.autograd.Function):
         B, NH, NC, L, DK = q.shape
         if grad_final_state is None:
             grad_final_state = torch.zeros_like(final_state)
-        grad_o = _pad_time(grad_o, NC * L - ctx.length).reshape(B, NH, NC, L, -1)  # (B, NH, NC, L, DV)
+        grad_o = _pad_time(grad_o, NC * L - ctx.length).reshape(B, NH, NC, L, -1).contiguous()  # (B, NH, NC, L, DV)
         grad_after, grad_start = _state_gradients(q * decay_from_start, grad_o, chunk_decay, grad_final_state)
         # o = scores @ v + (q * decay_from_start) @ starts;  starts feed on k * decay_to_end and v
         grad_q, grad_k = _intra_chunk_input_gradients(q, k, decay, grad_o @ v.transpose(-1, -2))
