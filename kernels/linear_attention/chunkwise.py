@@ -7,10 +7,15 @@ The recurrence, per head, with a state S (DK, DV) and log decays a_t <= 0 (per k
     o_t = q_t^T S_{t-1}      (exclusive: RWKV-6, whose own token enters through its bonus u instead)
 
 Within a chunk of L steps the weight of key s in the output at t is exp(a_{s+1} + ... + a_t) (up to
-a_{t-1} if exclusive). Every exponent is a sum of log decays over a segment, built as such (a masked
-cumulative sum, never as a difference of two long prefix sums), so it is <= 0, cannot overflow and
-keeps its relative precision whatever the decays: no factorisation into exp(b_t) * exp(-b_s).
-Per-key-dim decays need an (L, L, DK) tensor per chunk, scalar decays an (L, L) matrix. States at
+a_{t-1} if exclusive). With b_t the log decay summed from the chunk's start to t and m half the chunk's
+total, that is exp(b_t - m) * exp(m - b_s): the chunk's scores are one (L, DK) x (DK, L) matmul of
+queries and keys scaled by those factors. Each factor lies within exp(+-spread / 2), the spread being the
+chunk's total log decay, and the exponent's absolute error is about eps * spread. So chunks are factorised
+only while every chunk's spread is at most log(the dtype's largest value) / 2 (44 in float32, 354 in float64,
+5.5 in float16): no overflow, and a relative error of the weights of at most about 5e-6 in float32. Beyond
+it, under extreme decays, every exponent is a sum of log decays over a segment, built as such (a masked
+cumulative sum), so it is <= 0, cannot overflow and keeps its relative precision whatever the decays; that
+needs an (L, L, DK) tensor per chunk for per-key-dim decays, an (L, L) matrix for scalar ones. States at
 chunk boundaries come from a loop over chunks on (DK, DV) states; each chunk's own contribution is one
 batched matmul. A ragged last chunk is padded with steps of decay 1 and zero keys, which leave the
 state unchanged.
@@ -18,7 +23,7 @@ state unchanged.
 The backward is written by hand (one autograd Function). The gradients of q, k, v and the initial state
 are the same chunkwise computation run backwards: query-side outputs read states, key-side ones read the
 gradient flowing into the states after their chunk. The log decays' gradient needs no (L, L, DK) tensor:
-with b_t the log decay summed from the sequence's start, the output and final state depend on b only
+with b_t now the log decay summed from the sequence's start, the output and final state depend on b only
 through q_t exp(b_t) (exp(b_{t-1}) if exclusive), k_s exp(-b_s) and the final state's exp(b_T), so
 
     dL/db_u = q_u . dq_u (q_{u+1} . dq_{u+1} if exclusive) - k_u . dk_u (+ sum(dF * F) at u = T)
@@ -26,6 +31,8 @@ through q_t exp(b_t) (exp(b_{t-1}) if exclusive), k_s exp(-b_s) and the final st
 elementwise per key dim, and dL/da_r is the sum of dL/db_u over u >= r (the identity fla's chunked
 kernels use). Nothing of b is ever exponentiated; only the gradients are summed.
 """
+
+import math
 
 import torch
 from torch.autograd.function import once_differentiable
@@ -55,8 +62,7 @@ def _segment_log_decays(log_decay: torch.Tensor, exclusive: bool) -> torch.Tenso
     sums = steps.masked_fill(~after_key, 0.0).cumsum(-3)  # [t, s] = sum over s < r <= t
     if exclusive:
         sums = _shift(sums, -3, forward=True)  # [t, s] = sum over s < r < t
-    reaches = torch.ones(L, L, dtype=torch.bool, device=log_decay.device).tril(-1 if exclusive else 0)
-    return sums.masked_fill(~reaches[..., None], float("-inf"))
+    return sums.masked_fill(~_reaches(L, exclusive, log_decay.device)[..., None], float("-inf"))
 
 
 def _chunk_start_states(k, v, decay_after, chunk_decay, start) -> tuple[torch.Tensor, torch.Tensor]:
@@ -82,26 +88,53 @@ def _forward_in_chunks(q, k, v, log_decay, start, exclusive):
     if exclusive:
         from_start = _shift(from_start, 3, forward=True)  # to t - 1
     to_end = _shift(log_decay.flip(3).cumsum(3).flip(3), 3, forward=False)  # after s to the chunk's end
-    decay = torch.exp(_segment_log_decays(log_decay, exclusive))  # (B, NH, NC, L, L, DK or 1)
-    scores = _intra_chunk_scores(q, k, decay)  # (B, NH, NC, L, L)
-    decay_from_start, decay_to_end, chunk_decay = torch.exp(from_start), torch.exp(to_end), torch.exp(log_decay.sum(3))
+    chunk_total = log_decay.sum(3)  # (B, NH, NC, DK or 1)
+    if factorisable(chunk_total, torch.promote_types(q.dtype, log_decay.dtype)):
+        half = chunk_total[..., None, :] / 2
+        intra = (torch.exp(from_start - half), torch.exp(half - log_decay.cumsum(3)))  # (B, NH, NC, L, DK or 1)
+    else:
+        intra = (torch.exp(_segment_log_decays(log_decay, exclusive)),)  # (B, NH, NC, L, L, DK or 1)
+    scores = _intra_chunk_scores(q, k, intra, exclusive)  # (B, NH, NC, L, L)
+    decay_from_start, decay_to_end, chunk_decay = torch.exp(from_start), torch.exp(to_end), torch.exp(chunk_total)
     starts, final_state = _chunk_start_states(k, v, decay_to_end, chunk_decay, start)
     o = scores @ v + (q * decay_from_start) @ starts  # (B, NH, NC, L, DV)
-    return o, final_state, (decay, scores, starts, decay_from_start, decay_to_end, chunk_decay)
+    return o, final_state, (scores, starts, decay_from_start, decay_to_end, chunk_decay, *intra)
 
 
-def _intra_chunk_scores(q, k, decay) -> torch.Tensor:
+def factorisable(chunk_total: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Whether every chunk's spread (minus its total log decay, (B, NH, NC, X)) allows the factorised scores."""
+    return bool((-chunk_total <= math.log(torch.finfo(dtype).max) / 2).all())
+
+
+def _reaches(L: int, exclusive: bool, device) -> torch.Tensor:
+    """(L, L) bool: [t, s] where key s reaches query t within a chunk."""
+    return torch.ones(L, L, dtype=torch.bool, device=device).tril(-1 if exclusive else 0)
+
+
+def _intra_chunk_scores(q, k, intra, exclusive) -> torch.Tensor:
     """Decayed scores within chunks (B, NH, NC, L, L).
 
-    q, k: (B, NH, NC, L, DK); decay: (B, NH, NC, L, L, DK), or (..., L, L, 1) for one decay per head.
+    q, k: (B, NH, NC, L, DK); intra: the query and key factors (B, NH, NC, L, DK or 1) of factorised chunks, or
+    the decays (B, NH, NC, L, L, DK or 1), zero where a key does not reach a query.
     """
+    if len(intra) == 2:
+        query_factor, key_factor = intra
+        scores = (q * query_factor) @ (k * key_factor).transpose(-1, -2)
+        return scores.masked_fill(~_reaches(q.shape[-2], exclusive, q.device), 0.0)
+    (decay,) = intra
     if decay.shape[-1] == 1:
         return (q @ k.transpose(-1, -2)) * decay[..., 0]
     return (decay * k[..., None, :, :] * q[..., :, None, :]).sum(-1)  # [t, s] = sum_d decay[t, s, d] k[s, d] q[t, d]
 
 
-def _intra_chunk_input_gradients(q, k, decay, grad_scores) -> tuple[torch.Tensor, torch.Tensor]:
+def _intra_chunk_input_gradients(q, k, intra, exclusive, grad_scores) -> tuple[torch.Tensor, torch.Tensor]:
     """Gradients of q and k (B, NH, NC, L, DK) through the intra-chunk scores, given theirs (..., L, L)."""
+    if len(intra) == 2:
+        query_factor, key_factor = intra
+        weighted = grad_scores.masked_fill(~_reaches(q.shape[-2], exclusive, q.device), 0.0)  # (B, NH, NC, L, L)
+        grad_q = query_factor * (weighted @ (k * key_factor))
+        return grad_q, key_factor * (weighted.transpose(-1, -2) @ (q * query_factor))
+    (decay,) = intra
     if decay.shape[-1] == 1:
         weighted = grad_scores * decay[..., 0]  # (B, NH, NC, L, L)
         return weighted @ k, weighted.transpose(-1, -2) @ q
@@ -140,14 +173,15 @@ class _ChunkwiseGatedAttention(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_o, grad_final_state):
-        q, k, v, final_state, decay, scores, starts, decay_from_start, decay_to_end, chunk_decay = ctx.saved_tensors
+        q, k, v, final_state, scores, starts, decay_from_start, decay_to_end, chunk_decay, *intra = ctx.saved_tensors
         B, NH, NC, L, DK = q.shape
         if grad_final_state is None:
             grad_final_state = torch.zeros_like(final_state)
         grad_o = _pad_time(grad_o, NC * L - ctx.length).reshape(B, NH, NC, L, -1).contiguous()  # (B, NH, NC, L, DV)
         grad_after, grad_start = _state_gradients(q * decay_from_start, grad_o, chunk_decay, grad_final_state)
         # o = scores @ v + (q * decay_from_start) @ starts;  starts feed on k * decay_to_end and v
-        grad_q, grad_k = _intra_chunk_input_gradients(q, k, decay, grad_o @ v.transpose(-1, -2))
+        grad_scores = grad_o @ v.transpose(-1, -2)  # (B, NH, NC, L, L)
+        grad_q, grad_k = _intra_chunk_input_gradients(q, k, intra, ctx.exclusive, grad_scores)
         grad_q = grad_q + decay_from_start * (grad_o @ starts.transpose(-1, -2))  # (B, NH, NC, L, DK)
         grad_k = grad_k + decay_to_end * (v @ grad_after.transpose(-1, -2))
         grad_v = scores.transpose(-1, -2) @ grad_o + (k * decay_to_end) @ grad_after  # (B, NH, NC, L, DV)
@@ -160,7 +194,7 @@ class _ChunkwiseGatedAttention(torch.autograd.Function):
             final_state,
             grad_final_state,
             exclusive=ctx.exclusive,
-            per_key_dim=decay.shape[-1] > 1,
+            per_key_dim=chunk_decay.shape[-1] > 1,
         )
         S = ctx.length
         grads = (x[:, :, :S] for x in (grad_q, grad_k, grad_v, grad_log_decay))
