@@ -32,6 +32,7 @@ elementwise per key dim, and dL/da_r is the sum of dL/db_u over u >= r (the iden
 kernels use). Nothing of b is ever exponentiated; only the gradients are summed.
 """
 
+import functools
 import math
 
 import torch
@@ -229,4 +230,11 @@ def chunkwise_gated_attention(
     (B, NH, S, 1) per head, all <= 0; initial_state: (B, NH, DK, DV) or None for zeros.
     """
     chunk_len = min(chunk_size, q.shape[2])
-    return _ChunkwiseGatedAttention.apply(q, k, v, log_decay, initial_state, exclusive, chunk_len)
+    # one dtype, out of autocast: under mixed precision the inputs arrive in several (bf16 projections, float32
+    # decays), and the Function's hand-written backward would multiply them as they come
+    tensors = [x for x in (q, k, v, log_decay, initial_state) if x is not None]
+    dtype = functools.reduce(torch.promote_types, (x.dtype for x in tensors))
+    q, k, v, log_decay = (x.to(dtype) for x in (q, k, v, log_decay))
+    initial_state = None if initial_state is None else initial_state.to(dtype)
+    with torch.autocast(q.device.type, enabled=False):
+        return _ChunkwiseGatedAttention.apply(q, k, v, log_decay, initial_state, exclusive, chunk_len)
