@@ -102,6 +102,7 @@ def _forward_in_chunks(q, k, v, log_decay, start, exclusive):
     return o, final_state, (scores, starts, decay_from_start, decay_to_end, chunk_decay, *intra)
 
 
+@torch.compiler.disable  # a decision on the data: torch.compile breaks the graph here, without its warning
 def factorisable(chunk_total: torch.Tensor, dtype: torch.dtype) -> bool:
     """Whether every chunk's spread (minus its total log decay, (B, NH, NC, X)) allows the factorised scores."""
     return bool((-chunk_total <= math.log(torch.finfo(dtype).max) / 2).all())
