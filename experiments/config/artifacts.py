@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from experiments.config import plan_cache
-from experiments.config.configuration import CONFIGS, ConfigError
+from experiments.config.configuration import ARTIFACTS, CONFIGS, ConfigError
 from experiments.config.evaluation_kinds import EVALUATION_KINDS, resolved_settings, settings_problems, task_problems
 from experiments.config.planned_run import PlannedRun, override_value
 from experiments.config.report_layouts import report_layout
@@ -23,7 +23,6 @@ from experiments.config.validation import validate_run_config
 from experiments.config.yaml_reading import read_yaml
 from models.catalog import known_backbones
 
-ARTIFACTS = CONFIGS / "paper"
 EXTRA_ARTIFACTS_VARIABLE = "XLSTM_SUITE_ARTIFACTS"  # more folders of artifact files (os.pathsep-separated)
 SCALES = ("smoke", "mini", "paper")
 ARTIFACT_KEYS = (

@@ -4,7 +4,9 @@ in seconds rather than composing hundreds of configs again.
 An entry is keyed by the overrides and a fingerprint of everything a compose reads: every file of the Hydra tree
 (configs/, and the $XLSTM_SUITE_CONFIGS folders), the size presets `model.size` sets and the Hydra and OmegaConf
 versions. Editing any config file or preset, or upgrading either library, starts a fresh key, so an entry is never
-stale. An entry holds the resolved config as plain containers (experiments.config.plain_config) and whether its
+stale. The artifacts' files (configs/paper) are left out: a run's compose does not read them, and editing one
+artifact's grid would otherwise start every artifact's plans afresh (the plan cache keys each plan by its own
+artifact's file). Overrides that name that folder as a config group are composed every time, never cached. An entry holds the resolved config as plain containers (experiments.config.plain_config) and whether its
 written config had interpolations (experiments.config.cell_composer). Folder: $XLSTM_SUITE_COMPOSE_CACHE, else
 $XDG_CACHE_HOME/xlstm-suite/compose (default ~/.cache/...), which also holds the planned grids
 (experiments.config.plan_cache); XLSTM_SUITE_COMPOSE_CACHE=off switches both off.
@@ -21,7 +23,7 @@ from pathlib import Path
 import omegaconf
 
 from experiments.atomic import write_text_atomic
-from experiments.config.configuration import CONFIGS, extra_config_folders
+from experiments.config.configuration import ARTIFACTS, CONFIGS, extra_config_folders
 from models.catalog import language_model_sizes
 
 CACHE_VARIABLE = "XLSTM_SUITE_COMPOSE_CACHE"
@@ -46,14 +48,20 @@ def tree_fingerprint(extra_folders: tuple[Path, ...] = ()) -> str:
     for folder in (CONFIGS, *extra_folders):
         if folder != CONFIGS:
             digest.update(b"extra folder\0" + str(folder).encode() + b"\0")
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_relative_to(ARTIFACTS)):
             digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
+def _names_the_artifacts_folder(override: str) -> bool:
+    """Whether an override selects from configs/paper as a config group (``paper=...``, ``+paper@x=...``)."""
+    group = override.split("=", 1)[0].lstrip("+~").split("@", 1)[0]
+    return group.split("/", 1)[0] == ARTIFACTS.name
+
+
 def _entry(overrides: list[str]) -> Path | None:
     folder = cache_folder()
-    if folder is None:
+    if folder is None or any(_names_the_artifacts_folder(override) for override in overrides):
         return None
     fingerprint = tree_fingerprint(tuple(extra_config_folders()))
     key = hashlib.sha256(json.dumps([ENTRY_FORMAT, fingerprint, list(overrides)]).encode()).hexdigest()

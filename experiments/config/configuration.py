@@ -13,6 +13,7 @@ from experiments.config.size_presets import apply_size_preset
 from experiments.paths import REPOSITORY_ROOT
 
 CONFIGS = REPOSITORY_ROOT / "configs"
+ARTIFACTS = CONFIGS / "paper"  # the artifacts' files (experiments.config.artifacts), not a group of the run config
 CONFIG_GROUPS = ("model", "task", "optim", "trainer")  # choosing one changes the config's structure
 EXTRA_CONFIGS_VARIABLE = "XLSTM_SUITE_CONFIGS"
 

@@ -2,8 +2,8 @@
 (its cells, overrides, run ids and resolved configs) instead of composing and checking it again.
 
 An entry is keyed by everything that could change the plan: the Hydra tree and the size presets (compose_cache.
-tree_fingerprint: configs/, the $XLSTM_SUITE_CONFIGS folders, the Hydra and OmegaConf versions), the artifact as
-read from its file (and, for an evaluating artifact, the artifact whose runs it evaluates), the code that plans and
+tree_fingerprint: configs/ but its artifact files, the $XLSTM_SUITE_CONFIGS folders, the Hydra and OmegaConf
+versions), the artifact as read from its file (and, for an evaluating artifact, the artifact whose runs it evaluates), the code that plans and
 checks (every Python file of experiments/config, tasks and models, and of the task families plugged in by
 $XLSTM_SUITE_TASK_FAMILIES), the models the registry builds, the task families, the PyYAML version (run ids hash
 its text), the scale and the user's overrides. A plan read from an entry was checked when it was made; what its key

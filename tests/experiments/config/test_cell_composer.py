@@ -80,6 +80,27 @@ def test_the_cache_key_changes_with_any_config_file(tmp_path, monkeypatch):
     assert compose_cache.tree_fingerprint.__wrapped__() != before
 
 
+def test_the_cache_key_keeps_when_an_artifact_file_changes(tmp_path, monkeypatch):
+    """configs/paper holds the artifacts' grids, which no run's compose reads: editing one keeps every entry."""
+    tree = tmp_path / "configs"
+    shutil.copytree(CONFIGS, tree)
+    monkeypatch.setattr(compose_cache, "CONFIGS", tree)
+    monkeypatch.setattr(compose_cache, "ARTIFACTS", tree / "paper")
+    before = compose_cache.tree_fingerprint.__wrapped__()
+    artifact_file = tree / "paper" / "mqar-main.yaml"
+    artifact_file.write_text(artifact_file.read_text() + "\n# edited\n")
+    assert compose_cache.tree_fingerprint.__wrapped__() == before
+
+
+def test_overrides_that_read_the_artifacts_folder_as_a_group_are_never_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv(compose_cache.CACHE_VARIABLE, str(tmp_path / "cache"))
+    for overrides in (["+paper=mqar-main"], ["model=llama", "paper@extra=lmeval"], ["~paper"]):
+        compose_cache.store(overrides, {"seed": 0}, interpolated=False)
+        assert compose_cache.load(overrides) is None, overrides
+    compose_cache.store(["model=llama", "task.paper_like=1"], {"seed": 0}, interpolated=False)
+    assert compose_cache.load(["model=llama", "task.paper_like=1"]) == ({"seed": 0}, False)
+
+
 def test_the_cache_can_be_switched_off(compose_count, monkeypatch):
     monkeypatch.setenv(compose_cache.CACHE_VARIABLE, "off")
     assert compose_cache.cache_folder() is None
