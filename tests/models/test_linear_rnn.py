@@ -342,6 +342,8 @@ def test_causal(name):
     assert_causal(_small_backbone(name), 32)
 
 
+# torch's note that RMSNorm of a bf16 input with a float32 weight skips its fused kernel (GLA under bf16-mixed)
+@pytest.mark.filterwarnings("ignore:Mismatch dtype between input and weight:UserWarning")
 @pytest.mark.parametrize("precision", ["32-true", "bf16-mixed"])  # bf16-mixed: projections in bf16, decays float32
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_formal_language_size_trains(name, precision):
