@@ -246,17 +246,28 @@ def selective_scan_comparisons(repeats: int) -> list[Comparison]:
     return comparisons
 
 
-# (B, S, NH, D) -> modes: the MQAR mini grid's RWKV-6 layer (width 64, one head of 64, batch 64, context 64), and a
-# language model's (width 192, three heads of 64, batch 16, context 256), forward only: the peer's backward through
-# 256 steps takes about a minute
-LINEAR_ATTENTION_MODES = {(64, 64, 1, 64): ("fwd", "fwd+bwd"), (16, 256, 3, 64): ("fwd",)}
+# (B, S, NH, D, decays) -> modes: the MQAR mini grid's RWKV-6 layer (width 64, one head of 64, batch 64, context 64)
+# at GLA's decays and at a trained RWKV-6's, and a language model's (width 192, three heads of 64, batch 16, context
+# 256), forward only: the peer's backward through 256 steps takes about a minute
+LINEAR_ATTENTION_MODES = {
+    (64, 64, 1, 64, "slow"): ("fwd", "fwd+bwd"),
+    (64, 64, 1, 64, "fast"): ("fwd+bwd",),
+    (16, 256, 3, 64, "slow"): ("fwd",),
+}
+# log decays from standard normal x: GLA's range, log-sigmoid(x) / 16 (a chunk of 8 totals about -0.4, one matmul per
+# chunk); a trained RWKV-6's, -exp(x + 4) (chunks of 8 total hundreds to thousands, as RWKV-6's after 500 steps of a
+# formal task: the halving)
+DECAYS = {
+    "slow": lambda x: torch.nn.functional.logsigmoid(x) / 16,
+    "fast": lambda x: -torch.exp(x + 4),
+}
 
 
-def linear_attention_inputs(batch: int, S: int, NH: int, D: int) -> tuple[torch.Tensor, ...]:
-    """q, k, v, log decays (B, S, NH, D) in GLA's range (log-sigmoid / 16) and a bonus (NH, D), requiring grad."""
+def linear_attention_inputs(batch: int, S: int, NH: int, D: int, decays: str) -> tuple[torch.Tensor, ...]:
+    """q, k, v, log decays (B, S, NH, D) of DECAYS[decays] and a bonus (NH, D), requiring grad."""
     generator = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(batch, S, NH, D, generator=generator) for _ in range(3))
-    log_decay = torch.nn.functional.logsigmoid(torch.randn(batch, S, NH, D, generator=generator)) / 16
+    log_decay = DECAYS[decays](torch.randn(batch, S, NH, D, generator=generator))
     bonus = torch.randn(NH, D, generator=generator)
     return tuple(t.requires_grad_() for t in (q, k, v, log_decay, bonus))
 
@@ -264,8 +275,8 @@ def linear_attention_inputs(batch: int, S: int, NH: int, D: int) -> tuple[torch.
 def linear_attention_comparisons(repeats: int) -> list[Comparison]:
     """Our chunkwise torch op (backend "torch", chunks of 8 steps) against fla's recurrent reference
     (``naive_recurrent_gla``, ``naive_recurrent_rwkv6``: the recurrence step by step in float32), GLA's inclusive
-    form and RWKV-6's exclusive one with its bonus. These decays take our factorised scores (see
-    kernels/linear_attention/chunkwise.py); decays beyond its bound take the segment sums, about 2x slower."""
+    form and RWKV-6's exclusive one with its bonus; slow decays take our one-matmul scores, fast ones the halving
+    (kernels/linear_attention/chunkwise.py)."""
     from fla.ops.gla.naive import naive_recurrent_gla
     from fla.ops.rwkv6.recurrent_naive import naive_recurrent_rwkv6
 
@@ -290,7 +301,7 @@ def linear_attention_comparisons(repeats: int) -> list[Comparison]:
             comparisons.append(
                 Comparison(
                     f"{op} {mode}",
-                    "B={} S={} NH={} D={}".format(*shape),
+                    "B={} S={} NH={} D={} decays {}".format(*shape),
                     "ms",
                     times["ours"] * 1e3,
                     peer_name,

@@ -8,21 +8,28 @@ The recurrence, per head, with a state S (DK, DV) and log decays a_t <= 0 (per k
 
 Within a chunk of L steps the weight of key s in the output at t is exp(a_{s+1} + ... + a_t) (up to
 a_{t-1} if exclusive). With b_t the log decay summed from the chunk's start to t and m half the chunk's
-total, that is exp(b_t - m) * exp(m - b_s): the chunk's scores are one (L, DK) x (DK, L) matmul of
-queries and keys scaled by those factors. Each factor lies within exp(+-spread / 2), the spread being the
-chunk's total log decay, and the exponent's absolute error is about eps * spread. So chunks are factorised
-only while every chunk's spread is at most log(the dtype's largest value) / 2 (44 in float32, 354 in float64,
-5.5 in float16): no overflow, and a relative error of the weights of at most about 5e-6 in float32. Beyond
-it, under extreme decays, every exponent is a sum of log decays over a segment, built as such (a masked
-cumulative sum), so it is <= 0, cannot overflow and keeps its relative precision whatever the decays; that
-needs an (L, L, DK) tensor per chunk for per-key-dim decays, an (L, L) matrix for scalar ones. States at
-chunk boundaries come from a loop over chunks on (DK, DV) states; each chunk's own contribution is one
-batched matmul. A ragged last chunk is padded with steps of decay 1 and zero keys, which leave the
-state unchanged.
+total, that is exp(b_t - m) * exp(m - b_s). While every chunk's total stays within log(the dtype's largest
+value) / 2 (44 in float32 and bfloat16, 354 in float64), a chunk's scores are one (L, DK) x (DK, L) matmul of
+queries and keys scaled by those factors, which stay within exp(+-22) in float32; the exponents' absolute
+error is about eps * 44, a relative error of the weights of at most about 5e-6 in float32.
+
+Trained models go far beyond that bound (RWKV-6's data-dependent decays after 500 steps of a formal task:
+chunk totals of 4,000 and more). Then the scores are built by halving: at each level h = 2, 4, ..., L the
+chunk splits into blocks of h steps, and the queries of a block's second half meet the keys of its first
+half through the first half's last step r: the weight is exp(a_{r+1} + ... + a_t) * exp(a_{s+1} + ... + a_r),
+so the block is one (h/2, DK) x (DK, h/2) matmul of rescaled queries and keys. Both exponents are sums of log
+decays over a segment, built as such (cumulative sums from r, never a difference of two prefix sums), so both
+are <= 0 and keep their relative precision whatever the decays; factors below exp(-43.7) in float32 are set
+to zero (``_decay``: subnormal arithmetic is slow). The levels cover every pair s < t; the diagonal is
+q_t . k_t (inclusive) or nothing. L is a power of two (chunk_size rounded down).
+
+States at chunk boundaries come from a loop over chunks on (DK, DV) states; each chunk's own contribution is
+one batched matmul. A ragged last chunk is padded with steps of decay 1 and zero keys, which leave the state
+unchanged.
 
 The backward is written by hand (one autograd Function). The gradients of q, k, v and the initial state
 are the same chunkwise computation run backwards: query-side outputs read states, key-side ones read the
-gradient flowing into the states after their chunk. The log decays' gradient needs no (L, L, DK) tensor:
+gradient flowing into the states after their chunk. The log decays' gradient needs no pass over the scores:
 with b_t now the log decay summed from the sequence's start, the output and final state depend on b only
 through q_t exp(b_t) (exp(b_{t-1}) if exclusive), k_s exp(-b_s) and the final state's exp(b_T), so
 
@@ -52,18 +59,13 @@ def _shift(x: torch.Tensor, dim: int, forward: bool) -> torch.Tensor:
     return shifted.movedim(-1, dim)
 
 
-def _segment_log_decays(log_decay: torch.Tensor, exclusive: bool) -> torch.Tensor:
-    """[t, s] = a_{s+1} + ... + a_t (to a_{t-1} if exclusive) where key s reaches query t, else -inf.
-
-    log_decay: (..., L, X) -> (..., L, L, X).
-    """
-    L = log_decay.shape[-2]
-    after_key = torch.ones(L, L, dtype=torch.bool, device=log_decay.device).tril(-1)[..., None]  # r > s
-    steps = log_decay[..., :, None, :].expand(*log_decay.shape[:-1], L, log_decay.shape[-1])  # [r, s] = a_r
-    sums = steps.masked_fill(~after_key, 0.0).cumsum(-3)  # [t, s] = sum over s < r <= t
-    if exclusive:
-        sums = _shift(sums, -3, forward=True)  # [t, s] = sum over s < r < t
-    return sums.masked_fill(~_reaches(L, exclusive, log_decay.device)[..., None], float("-inf"))
+def _decay(log_decay: torch.Tensor) -> torch.Tensor:
+    """exp of log decays <= 0, zero below the smaller of half the log of the dtype's smallest normal number and twice
+    the log of its eps (float32: exp(-43.7) = 1.1e-19): a product of two such factors stays a normal number, as
+    arithmetic on subnormals is many times slower on CPUs, and a weight below eps^2 is lost in any sum beside 1."""
+    finfo = torch.finfo(log_decay.dtype)
+    negligible = min(math.log(finfo.tiny) / 2, 2 * math.log(finfo.eps))
+    return torch.exp(log_decay.masked_fill(log_decay < negligible, -math.inf))
 
 
 def _chunk_start_states(k, v, decay_after, chunk_decay, start) -> tuple[torch.Tensor, torch.Tensor]:
@@ -81,7 +83,8 @@ def _chunk_start_states(k, v, decay_after, chunk_decay, start) -> tuple[torch.Te
 
 
 def _forward_in_chunks(q, k, v, log_decay, start, exclusive):
-    """Outputs (B, NH, NC, L, DV), final state (B, NH, DK, DV) and what the backward reads.
+    """Outputs (B, NH, NC, L, DV), final state (B, NH, DK, DV), what the backward reads and whether the scores were
+    factorised over whole chunks.
 
     q, k: (B, NH, NC, L, DK); v: (B, NH, NC, L, DV); log_decay: (B, NH, NC, L, DK or 1); start (B, NH, DK, DV).
     """
@@ -90,21 +93,18 @@ def _forward_in_chunks(q, k, v, log_decay, start, exclusive):
         from_start = _shift(from_start, 3, forward=True)  # to t - 1
     to_end = _shift(log_decay.flip(3).cumsum(3).flip(3), 3, forward=False)  # after s to the chunk's end
     chunk_total = log_decay.sum(3)  # (B, NH, NC, DK or 1)
-    if factorisable(chunk_total, torch.promote_types(q.dtype, log_decay.dtype)):
-        half = chunk_total[..., None, :] / 2
-        intra = (torch.exp(from_start - half), torch.exp(half - log_decay.cumsum(3)))  # (B, NH, NC, L, DK or 1)
-    else:
-        intra = (torch.exp(_segment_log_decays(log_decay, exclusive)),)  # (B, NH, NC, L, L, DK or 1)
-    scores = _intra_chunk_scores(q, k, intra, exclusive)  # (B, NH, NC, L, L)
-    decay_from_start, decay_to_end, chunk_decay = torch.exp(from_start), torch.exp(to_end), torch.exp(chunk_total)
+    factorised = factorisable(chunk_total, q.dtype)
+    intra_scores = _factorised_scores if factorised else _halving_scores
+    scores = intra_scores(q, k, log_decay, exclusive)  # (B, NH, NC, L, L)
+    decay_from_start, decay_to_end, chunk_decay = (_decay(x) for x in (from_start, to_end, chunk_total))
     starts, final_state = _chunk_start_states(k, v, decay_to_end, chunk_decay, start)
     o = scores @ v + (q * decay_from_start) @ starts  # (B, NH, NC, L, DV)
-    return o, final_state, (scores, starts, decay_from_start, decay_to_end, chunk_decay, *intra)
+    return o, final_state, (log_decay, scores, starts, decay_from_start, decay_to_end, chunk_decay), factorised
 
 
 @torch.compiler.disable  # a decision on the data: torch.compile breaks the graph here, without its warning
 def factorisable(chunk_total: torch.Tensor, dtype: torch.dtype) -> bool:
-    """Whether every chunk's spread (minus its total log decay, (B, NH, NC, X)) allows the factorised scores."""
+    """Whether every chunk's total log decay (B, NH, NC, X) allows one factorisation of the whole chunk."""
     return bool((-chunk_total <= math.log(torch.finfo(dtype).max) / 2).all())
 
 
@@ -113,35 +113,86 @@ def _reaches(L: int, exclusive: bool, device) -> torch.Tensor:
     return torch.ones(L, L, dtype=torch.bool, device=device).tril(-1 if exclusive else 0)
 
 
-def _intra_chunk_scores(q, k, intra, exclusive) -> torch.Tensor:
-    """Decayed scores within chunks (B, NH, NC, L, L).
+def _whole_chunk_factors(log_decay, exclusive) -> tuple[torch.Tensor, torch.Tensor]:
+    """Query factors exp(b_t - m) (b_{t-1} if exclusive) and key factors exp(m - b_s), (..., L, X): b summed from
+    the chunk's start, m half the chunk's total."""
+    half = log_decay.sum(-2, keepdim=True) / 2
+    from_start = log_decay.cumsum(-2)
+    query_exponent = _shift(from_start, -2, forward=True) if exclusive else from_start
+    return torch.exp(query_exponent - half), torch.exp(half - from_start)
 
-    q, k: (B, NH, NC, L, DK); intra: the query and key factors (B, NH, NC, L, DK or 1) of factorised chunks, or
-    the decays (B, NH, NC, L, L, DK or 1), zero where a key does not reach a query.
+
+def _factorised_scores(q, k, log_decay, exclusive) -> torch.Tensor:
+    """Decayed scores within chunks (B, NH, NC, L, L) as one matmul of rescaled queries and keys per chunk."""
+    query_factor, key_factor = _whole_chunk_factors(log_decay, exclusive)
+    scores = (q * query_factor) @ (k * key_factor).transpose(-1, -2)
+    return scores.masked_fill(~_reaches(q.shape[-2], exclusive, q.device), 0)
+
+
+def _factorised_input_gradients(q, k, log_decay, exclusive, grad_scores) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gradients of q and k (B, NH, NC, L, DK) through the factorised scores, given theirs (..., L, L)."""
+    query_factor, key_factor = _whole_chunk_factors(log_decay, exclusive)
+    masked = grad_scores.masked_fill(~_reaches(q.shape[-2], exclusive, q.device), 0)  # (B, NH, NC, L, L)
+    grad_q = query_factor * (masked @ (k * key_factor))
+    return grad_q, key_factor * (masked.transpose(-1, -2) @ (q * query_factor))
+
+
+def _halving_levels(log_decay: torch.Tensor, exclusive: bool):
+    """Per level, from blocks of 2 steps to the chunk: (h, query factors, key factors), each (..., L / h, h / 2, X).
+
+    log_decay: (..., L, X), L a power of two. Query t of a block's second half: exp(a_{r+1} + ... + a_t) (to
+    a_{t-1} if exclusive); key s of its first half: exp(a_{s+1} + ... + a_r); r: the first half's last step.
     """
-    if len(intra) == 2:
-        query_factor, key_factor = intra
-        scores = (q * query_factor) @ (k * key_factor).transpose(-1, -2)
-        return scores.masked_fill(~_reaches(q.shape[-2], exclusive, q.device), 0.0)
-    (decay,) = intra
-    if decay.shape[-1] == 1:
-        return (q @ k.transpose(-1, -2)) * decay[..., 0]
-    return (decay * k[..., None, :, :] * q[..., :, None, :]).sum(-1)  # [t, s] = sum_d decay[t, s, d] k[s, d] q[t, d]
+    L = log_decay.shape[-2]
+    h = 2
+    while h <= L:
+        halves = log_decay.unflatten(-2, (L // h, 2, h // 2))  # (..., L / h, 2, h / 2, X)
+        after_r = halves[..., 1, :, :].cumsum(-2)
+        if exclusive:
+            after_r = _shift(after_r, -2, forward=True)
+        up_to_r = _shift(halves[..., 0, :, :].flip(-2).cumsum(-2).flip(-2), -2, forward=False)
+        yield h, _decay(after_r), _decay(up_to_r)
+        h *= 2
 
 
-def _intra_chunk_input_gradients(q, k, intra, exclusive, grad_scores) -> tuple[torch.Tensor, torch.Tensor]:
+def _block_pairs(square: torch.Tensor, h: int) -> torch.Tensor:
+    """A view of the (..., L, L) ``square``'s blocks where a block of h steps' second half meets its first: (...,
+    h / 2, h / 2, L / h), the block index last."""
+    L = square.shape[-1]
+    blocks = square.view(*square.shape[:-2], L // h, 2, h // 2, L // h, 2, h // 2)
+    return torch.diagonal(blocks, dim1=-6, dim2=-3)[..., 1, :, 0, :, :]
+
+
+def _halving_scores(q, k, log_decay, exclusive) -> torch.Tensor:
+    """Decayed scores within chunks (B, NH, NC, L, L), level by level of the halving.
+
+    q, k: (B, NH, NC, L, DK); log_decay: (B, NH, NC, L, DK), or (..., L, 1) for one decay per head.
+    """
+    L = q.shape[-2]
+    scores = q.new_zeros(*q.shape[:-1], L)
+    for h, query_factor, key_factor in _halving_levels(log_decay, exclusive):
+        queries = q.unflatten(-2, (L // h, 2, h // 2))[..., 1, :, :] * query_factor  # (..., L / h, h / 2, DK)
+        keys = k.unflatten(-2, (L // h, 2, h // 2))[..., 0, :, :] * key_factor
+        _block_pairs(scores, h).copy_((queries @ keys.transpose(-1, -2)).movedim(-3, -1))
+    if not exclusive:
+        torch.diagonal(scores, dim1=-2, dim2=-1).copy_((q * k).sum(-1))  # a token's own key, weight 1
+    return scores
+
+
+def _halving_input_gradients(q, k, log_decay, exclusive, grad_scores) -> tuple[torch.Tensor, torch.Tensor]:
     """Gradients of q and k (B, NH, NC, L, DK) through the intra-chunk scores, given theirs (..., L, L)."""
-    if len(intra) == 2:
-        query_factor, key_factor = intra
-        weighted = grad_scores.masked_fill(~_reaches(q.shape[-2], exclusive, q.device), 0.0)  # (B, NH, NC, L, L)
-        grad_q = query_factor * (weighted @ (k * key_factor))
-        return grad_q, key_factor * (weighted.transpose(-1, -2) @ (q * query_factor))
-    (decay,) = intra
-    if decay.shape[-1] == 1:
-        weighted = grad_scores * decay[..., 0]  # (B, NH, NC, L, L)
-        return weighted @ k, weighted.transpose(-1, -2) @ q
-    weighted = grad_scores[..., None] * decay  # (B, NH, NC, L, L, DK)
-    return (weighted * k[..., None, :, :]).sum(-2), (weighted * q[..., :, None, :]).sum(-3)
+    L = q.shape[-2]
+    grad_q, grad_k = torch.zeros_like(q), torch.zeros_like(k)
+    for h, query_factor, key_factor in _halving_levels(log_decay, exclusive):
+        blocks = _block_pairs(grad_scores, h).movedim(-1, -3)  # (..., L / h, h / 2 queries, h / 2 keys)
+        queries = q.unflatten(-2, (L // h, 2, h // 2))[..., 1, :, :] * query_factor  # (..., L / h, h / 2, DK)
+        keys = k.unflatten(-2, (L // h, 2, h // 2))[..., 0, :, :] * key_factor
+        grad_q.unflatten(-2, (L // h, 2, h // 2))[..., 1, :, :] += query_factor * (blocks @ keys)
+        grad_k.unflatten(-2, (L // h, 2, h // 2))[..., 0, :, :] += key_factor * (blocks.transpose(-1, -2) @ queries)
+    if not exclusive:
+        own = torch.diagonal(grad_scores, dim1=-2, dim2=-1)[..., None]  # (B, NH, NC, L, 1)
+        grad_q, grad_k = grad_q + own * k, grad_k + own * q
+    return grad_q, grad_k
 
 
 def _state_gradients(q_decayed, grad_o, chunk_decay, grad_final_state) -> tuple[torch.Tensor, torch.Tensor]:
@@ -167,7 +218,7 @@ class _ChunkwiseGatedAttention(torch.autograd.Function):
         # contiguous: batched matmuls over (B, NH, NC) of strided views run matrix by matrix, copying each
         chunked = (_pad_time(x, NC * chunk_len - S).reshape(B, NH, NC, chunk_len, -1) for x in (q, k, v, log_decay))
         q, k, v, log_decay = (x.contiguous() for x in chunked)
-        o, final_state, saved = _forward_in_chunks(q, k, v, log_decay, start, exclusive)
+        o, final_state, saved, ctx.factorised = _forward_in_chunks(q, k, v, log_decay, start, exclusive)
         ctx.save_for_backward(q, k, v, final_state, *saved)
         ctx.exclusive, ctx.length, ctx.has_initial_state = exclusive, S, initial_state is not None
         return o.reshape(B, NH, NC * chunk_len, DV)[:, :, :S], final_state
@@ -175,7 +226,7 @@ class _ChunkwiseGatedAttention(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_o, grad_final_state):
-        q, k, v, final_state, scores, starts, decay_from_start, decay_to_end, chunk_decay, *intra = ctx.saved_tensors
+        q, k, v, final_state, log_decay, scores, starts, decay_from_start, decay_to_end, chunk_decay = ctx.saved_tensors
         B, NH, NC, L, DK = q.shape
         if grad_final_state is None:
             grad_final_state = torch.zeros_like(final_state)
@@ -183,7 +234,8 @@ class _ChunkwiseGatedAttention(torch.autograd.Function):
         grad_after, grad_start = _state_gradients(q * decay_from_start, grad_o, chunk_decay, grad_final_state)
         # o = scores @ v + (q * decay_from_start) @ starts;  starts feed on k * decay_to_end and v
         grad_scores = grad_o @ v.transpose(-1, -2)  # (B, NH, NC, L, L)
-        grad_q, grad_k = _intra_chunk_input_gradients(q, k, intra, ctx.exclusive, grad_scores)
+        intra_gradients = _factorised_input_gradients if ctx.factorised else _halving_input_gradients
+        grad_q, grad_k = intra_gradients(q, k, log_decay, ctx.exclusive, grad_scores)
         grad_q = grad_q + decay_from_start * (grad_o @ starts.transpose(-1, -2))  # (B, NH, NC, L, DK)
         grad_k = grad_k + decay_to_end * (v @ grad_after.transpose(-1, -2))
         grad_v = scores.transpose(-1, -2) @ grad_o + (k * decay_to_end) @ grad_after  # (B, NH, NC, L, DV)
@@ -230,7 +282,7 @@ def chunkwise_gated_attention(
     q (already scaled), k: (B, NH, S, DK); v: (B, NH, S, DV); log_decay: (B, NH, S, DK) per key dim or
     (B, NH, S, 1) per head, all <= 0; initial_state: (B, NH, DK, DV) or None for zeros.
     """
-    chunk_len = min(chunk_size, q.shape[2])
+    chunk_len = 2 ** (min(chunk_size, q.shape[2]).bit_length() - 1)  # a power of two, for the halving
     # one dtype, out of autocast: under mixed precision the inputs arrive in several (bf16 projections, float32
     # decays), and the Function's hand-written backward would multiply them as they come
     tensors = [x for x in (q, k, v, log_decay, initial_state) if x is not None]

@@ -49,7 +49,7 @@ def gla(
         q, k: (B, S, NH, DK); v: (B, S, NH, DV); log_decay: (B, S, NH, DK), log of the decay (<= 0).
         scale: multiplies q; default DK ** -0.5 (as flash-linear-attention).
         initial_state: (B, NH, DK, DV) state before the first step; default zeros.
-        chunk_size: steps per chunk of the torch backend (memory grows with S * chunk_size * DK).
+        chunk_size: steps per chunk of the torch backend, rounded down to a power of two.
         backend: ``"auto"``, ``"torch"`` or, on CUDA with flash-linear-attention installed, ``"fla"``.
     """
     check_heads(q, k, v, initial_state, step=False)

@@ -47,7 +47,7 @@ def hgrn(
     Args:
         x: (B, S, D) inputs; log_forget: (B, S, D), log of the forget gate (<= 0).
         initial_state: (B, D) state before the first step; default zeros.
-        chunk_size: steps per chunk of the torch backend (memory grows with S * chunk_size * D).
+        chunk_size: steps per chunk of the torch backend, rounded down to a power of two.
         backend: ``"auto"``, ``"torch"`` or, on CUDA with flash-linear-attention installed, ``"fla"``.
     """
     if x.dim() != 3:

@@ -74,7 +74,7 @@ def retention(
         log_decay: (NH,) fixed per head (RetNet) or (B, S, NH) per step; log of the decay (<= 0).
         scale: multiplies q; default DK ** -0.5 (as RetNet and flash-linear-attention).
         initial_state: (B, NH, DK, DV) state before the first step; default zeros.
-        chunk_size: steps per chunk of the torch backend.
+        chunk_size: steps per chunk of the torch backend, rounded down to a power of two.
         backend: ``"auto"``, ``"torch"`` or, on CUDA with flash-linear-attention installed, ``"fla"``.
     """
     check_heads(q, k, v, initial_state, step=False)

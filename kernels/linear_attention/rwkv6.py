@@ -59,7 +59,7 @@ def rwkv6(
         bonus: (NH, DK), the weight u of the current token.
         scale: multiplies r; RWKV-6 uses 1 (no scaling).
         initial_state: (B, NH, DK, DV) state before the first step; default zeros.
-        chunk_size: steps per chunk of the torch backend (memory grows with S * chunk_size * DK).
+        chunk_size: steps per chunk of the torch backend, rounded down to a power of two.
         backend: ``"auto"``, ``"torch"`` or, on CUDA with flash-linear-attention installed, ``"fla"``.
     """
     check_heads(r, k, v, initial_state, step=False)
