@@ -59,6 +59,23 @@ def _shift(x: torch.Tensor, dim: int, forward: bool) -> torch.Tensor:
     return shifted.movedim(-1, dim)
 
 
+def _sums_through(log_decay: torch.Tensor, dim: int, exclusive: bool) -> torch.Tensor:
+    """Log decays summed along ``dim`` from its start to each step (to the step before if ``exclusive``)."""
+    sums = log_decay.cumsum(dim)
+    return _shift(sums, dim, forward=True) if exclusive else sums
+
+
+def _sums_after(log_decay: torch.Tensor, dim: int) -> torch.Tensor:
+    """Log decays summed along ``dim`` from after each step to its end."""
+    return _shift(log_decay.flip(dim).cumsum(dim).flip(dim), dim, forward=False)
+
+
+def _halves(x: torch.Tensor, h: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Views of the first and second halves of x's blocks of h steps (time is dim -2): each (..., L / h, h / 2, X)."""
+    blocks = x.unflatten(-2, (x.shape[-2] // h, 2, h // 2))
+    return blocks[..., 0, :, :], blocks[..., 1, :, :]
+
+
 def _decay(log_decay: torch.Tensor) -> torch.Tensor:
     """exp of log decays <= 0, zero below the smaller of half the log of the dtype's smallest normal number and twice
     the log of its eps (float32: exp(-43.7) = 1.1e-19): a product of two such factors stays a normal number, as
@@ -88,10 +105,8 @@ def _forward_in_chunks(q, k, v, log_decay, start, exclusive):
 
     q, k: (B, NH, NC, L, DK); v: (B, NH, NC, L, DV); log_decay: (B, NH, NC, L, DK or 1); start (B, NH, DK, DV).
     """
-    from_start = log_decay.cumsum(3)  # (B, NH, NC, L, DK or 1) log decay from the chunk's start to t
-    if exclusive:
-        from_start = _shift(from_start, 3, forward=True)  # to t - 1
-    to_end = _shift(log_decay.flip(3).cumsum(3).flip(3), 3, forward=False)  # after s to the chunk's end
+    from_start = _sums_through(log_decay, 3, exclusive)  # (B, NH, NC, L, DK or 1) from the chunk's start to t
+    to_end = _sums_after(log_decay, 3)  # after s to the chunk's end
     chunk_total = log_decay.sum(3)  # (B, NH, NC, DK or 1)
     factorised = factorisable(chunk_total, q.dtype)
     intra_scores = _factorised_scores if factorised else _halving_scores
@@ -119,9 +134,8 @@ def _whole_chunk_factors(log_decay, exclusive) -> tuple[torch.Tensor, torch.Tens
     """Query factors exp(b_t - m) (b_{t-1} if exclusive) and key factors exp(m - b_s), (..., L, X): b summed from
     the chunk's start, m half the chunk's total."""
     half = log_decay.sum(-2, keepdim=True) / 2
-    from_start = log_decay.cumsum(-2)
-    query_exponent = _shift(from_start, -2, forward=True) if exclusive else from_start
-    return torch.exp(query_exponent - half), torch.exp(half - from_start)
+    query_exponent, key_exponent = _sums_through(log_decay, -2, exclusive), _sums_through(log_decay, -2, False)
+    return torch.exp(query_exponent - half), torch.exp(half - key_exponent)
 
 
 def _factorised_scores(q, k, log_decay, exclusive) -> torch.Tensor:
@@ -145,15 +159,10 @@ def _halving_levels(log_decay: torch.Tensor, exclusive: bool):
     log_decay: (..., L, X), L a power of two. Query t of a block's second half: exp(a_{r+1} + ... + a_t) (to
     a_{t-1} if exclusive); key s of its first half: exp(a_{s+1} + ... + a_r); r: the first half's last step.
     """
-    L = log_decay.shape[-2]
     h = 2
-    while h <= L:
-        halves = log_decay.unflatten(-2, (L // h, 2, h // 2))  # (..., L / h, 2, h / 2, X)
-        after_r = halves[..., 1, :, :].cumsum(-2)
-        if exclusive:
-            after_r = _shift(after_r, -2, forward=True)
-        up_to_r = _shift(halves[..., 0, :, :].flip(-2).cumsum(-2).flip(-2), -2, forward=False)
-        yield h, _decay(after_r), _decay(up_to_r)
+    while h <= log_decay.shape[-2]:
+        first, second = _halves(log_decay, h)  # (..., L / h, h / 2, X)
+        yield h, _decay(_sums_through(second, -2, exclusive)), _decay(_sums_after(first, -2))
         h *= 2
 
 
@@ -170,11 +179,10 @@ def _halving_scores(q, k, log_decay, exclusive) -> torch.Tensor:
 
     q, k: (B, NH, NC, L, DK); log_decay: (B, NH, NC, L, DK), or (..., L, 1) for one decay per head.
     """
-    L = q.shape[-2]
-    scores = q.new_zeros(*q.shape[:-1], L)
+    scores = q.new_zeros(*q.shape[:-1], q.shape[-2])
     for h, query_factor, key_factor in _halving_levels(log_decay, exclusive):
-        queries = q.unflatten(-2, (L // h, 2, h // 2))[..., 1, :, :] * query_factor  # (..., L / h, h / 2, DK)
-        keys = k.unflatten(-2, (L // h, 2, h // 2))[..., 0, :, :] * key_factor
+        queries = _halves(q, h)[1] * query_factor  # (..., L / h, h / 2, DK)
+        keys = _halves(k, h)[0] * key_factor
         _block_pairs(scores, h).copy_((queries @ keys.transpose(-1, -2)).movedim(-3, -1))
     if not exclusive:
         torch.diagonal(scores, dim1=-2, dim2=-1).copy_((q * k).sum(-1))  # a token's own key, weight 1
@@ -183,14 +191,13 @@ def _halving_scores(q, k, log_decay, exclusive) -> torch.Tensor:
 
 def _halving_input_gradients(q, k, log_decay, exclusive, grad_scores) -> tuple[torch.Tensor, torch.Tensor]:
     """Gradients of q and k (B, NH, NC, L, DK) through the intra-chunk scores, given theirs (..., L, L)."""
-    L = q.shape[-2]
     grad_q, grad_k = torch.zeros_like(q), torch.zeros_like(k)
     for h, query_factor, key_factor in _halving_levels(log_decay, exclusive):
         blocks = _block_pairs(grad_scores, h).movedim(-1, -3)  # (..., L / h, h / 2 queries, h / 2 keys)
-        queries = q.unflatten(-2, (L // h, 2, h // 2))[..., 1, :, :] * query_factor  # (..., L / h, h / 2, DK)
-        keys = k.unflatten(-2, (L // h, 2, h // 2))[..., 0, :, :] * key_factor
-        grad_q.unflatten(-2, (L // h, 2, h // 2))[..., 1, :, :] += query_factor * (blocks @ keys)
-        grad_k.unflatten(-2, (L // h, 2, h // 2))[..., 0, :, :] += key_factor * (blocks.transpose(-1, -2) @ queries)
+        queries = _halves(q, h)[1] * query_factor  # (..., L / h, h / 2, DK)
+        keys = _halves(k, h)[0] * key_factor
+        _halves(grad_q, h)[1].add_(query_factor * (blocks @ keys))  # in place, through the view
+        _halves(grad_k, h)[0].add_(key_factor * (blocks.transpose(-1, -2) @ queries))
     if not exclusive:
         own = torch.diagonal(grad_scores, dim1=-2, dim2=-1)[..., None]  # (B, NH, NC, L, 1)
         grad_q, grad_k = grad_q + own * k, grad_k + own * q
