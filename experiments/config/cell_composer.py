@@ -16,7 +16,7 @@ from hydra.core.override_parser.types import Override
 from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
-from experiments.config import compose_cache
+from experiments.config import compose_cache, hydra_files
 from experiments.config.configuration import (
     compose_run_config,
     compose_unresolved,
@@ -86,12 +86,13 @@ class CellComposer:
         return self._composed[overrides]
 
     def _composed_now(self, overrides: list[str]) -> tuple[dict, bool]:
-        unresolved = compose_unresolved(overrides)
+        with hydra_files.files_read() as files_read:
+            unresolved = compose_unresolved(overrides)
         written = OmegaConf.to_container(unresolved)
         resolve_interpolations(unresolved, overrides)
         interpolated = OmegaConf.to_container(unresolved) != written
         composed = OmegaConf.to_container(with_size_preset(unresolved, overrides)), interpolated
-        compose_cache.store(overrides, *composed)
+        compose_cache.store(overrides, *composed, files_read)
         return composed
 
     def _parse(self, text: str) -> Override:

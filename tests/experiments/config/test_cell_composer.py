@@ -8,7 +8,7 @@ import pytest
 from omegaconf import OmegaConf
 
 import experiments.config.cell_composer as cell_composer
-from experiments.config import compose_cache
+from experiments.config import compose_cache, configuration
 from experiments.config.artifacts import load_artifact, run_id_of
 from experiments.config.configuration import CONFIGS, ConfigError, compose_run_config, config_yaml
 
@@ -94,11 +94,54 @@ def test_the_cache_key_keeps_when_an_artifact_file_changes(tmp_path, monkeypatch
 
 def test_overrides_that_read_the_artifacts_folder_as_a_group_are_never_cached(tmp_path, monkeypatch):
     monkeypatch.setenv(compose_cache.CACHE_VARIABLE, str(tmp_path / "cache"))
+    files_read = {CONFIGS / "train.yaml"}
     for overrides in (["+paper=mqar-main"], ["model=llama", "paper@extra=lmeval"], ["~paper"]):
-        compose_cache.store(overrides, {"seed": 0}, interpolated=False)
+        compose_cache.store(overrides, {"seed": 0}, interpolated=False, files_read=files_read)
         assert compose_cache.load(overrides) is None, overrides
-    compose_cache.store(["model=llama", "task.paper_like=1"], {"seed": 0}, interpolated=False)
+    compose_cache.store(["model=llama", "task.paper_like=1"], {"seed": 0}, interpolated=False, files_read=files_read)
     assert compose_cache.load(["model=llama", "task.paper_like=1"]) == ({"seed": 0}, False)
+
+
+@pytest.fixture
+def copied_configs(tmp_path, monkeypatch):
+    """configs/ copied to a folder that the composes and the cache read, with a disk cache of the test's own (after
+    compose_count, which switches the cache off)."""
+    tree = tmp_path / "configs"
+    shutil.copytree(CONFIGS, tree)
+    for module in (configuration, compose_cache):
+        monkeypatch.setattr(module, "CONFIGS", tree)
+    monkeypatch.setattr(compose_cache, "ARTIFACTS", tree / "paper")
+    monkeypatch.setenv(compose_cache.CACHE_VARIABLE, str(tmp_path / "cache"))
+    compose_cache.names_fingerprint.cache_clear()
+    yield tree
+    compose_cache.names_fingerprint.cache_clear()
+
+
+def test_editing_one_config_file_composes_again_only_the_configs_that_read_it(compose_count, copied_configs):
+    """Two models' structures are cached; editing one model's file composes that model's again, from the edited
+    file, and reads the other's from the cache."""
+    grid = [["model=llama", "task=parity"], ["model=mamba", "task=parity"]]
+    for overrides in grid:
+        cell_composer.CellComposer()(overrides)
+    edited = copied_configs / "model" / "mamba.yaml"
+    width = OmegaConf.load(edited).embedding_dim
+    edited.write_text(edited.read_text().replace(f"embedding_dim: {width}", f"embedding_dim: {width + 8}"))
+    compose_count.clear()
+    configs = [cell_composer.CellComposer()(overrides) for overrides in grid]
+    assert compose_count == [grid[1]]
+    assert configs[1]["model"]["embedding_dim"] == width + 8
+    assert configs == [OmegaConf.to_container(compose_run_config(overrides)) for overrides in grid]
+
+
+def test_a_config_file_added_to_the_tree_composes_every_config_again(compose_count, copied_configs):
+    """A new file may change what a group choice finds (a search path folder's file of the same name): the cache
+    keys every entry by the tree's file names."""
+    cell_composer.CellComposer()(["model=llama", "task=parity"])
+    (copied_configs / "model" / "llama_variant.yaml").write_text((copied_configs / "model" / "llama.yaml").read_text())
+    compose_cache.names_fingerprint.cache_clear()
+    compose_count.clear()
+    cell_composer.CellComposer()(["model=llama", "task=parity"])
+    assert compose_count == [["model=llama", "task=parity"]]
 
 
 def test_the_cache_can_be_switched_off(compose_count, monkeypatch):
