@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from omegaconf import OmegaConf
@@ -22,6 +22,9 @@ from experiments.config.run_schema import CHECKPOINTS, INITIAL
 from experiments.config.validation import validate_run_config
 from experiments.config.yaml_reading import read_yaml
 from models.catalog import known_backbones
+
+if TYPE_CHECKING:  # Hydra is imported only to compose what the plan cache lacks
+    from experiments.config.cell_composer import CellComposer
 
 EXTRA_ARTIFACTS_VARIABLE = "XLSTM_SUITE_ARTIFACTS"  # more folders of artifact files (os.pathsep-separated)
 SCALES = ("smoke", "mini", "paper")
@@ -202,9 +205,7 @@ class Artifact:
             plan_cache.store(key, runs, trained)
         return runs
 
-    def training_runs(
-        self, scale: str, extra_overrides: list[str], composer: Callable[[list[str]], dict]
-    ) -> list[PlannedRun]:
+    def training_runs(self, scale: str, extra_overrides: list[str], composer: "CellComposer") -> list[PlannedRun]:
         """A training artifact's runs at ``scale``, each composed by ``composer`` and checked (``runs``' order)."""
         scale_cell_overrides = self.scales.get(scale, {}).get("cell_overrides") or {}
         names = [f"artifact={self.name}", f"scale={scale}"]
@@ -221,7 +222,9 @@ class Artifact:
             ]
             cells.append((cell, overrides))
         runs: list[PlannedRun | None] = [None] * len(cells)
-        for index in models_first([cell for cell, _ in cells]):
+        order = models_first([cell for cell, _ in cells])
+        composer.prefetch([cells[index][1] for index in order])  # stops at the first cell that does not compose
+        for index in order:
             runs[index] = plan_run(self.name, scale, *cells[index], compose=composer)
         check_distinct(runs, extra_overrides)
         return runs
@@ -245,7 +248,7 @@ class Artifact:
         extra_overrides: list[str],
         source: "Artifact",
         trained: list[PlannedRun],
-        composer: Callable[[list[str]], dict],
+        composer: "CellComposer",
     ) -> list[PlannedRun]:
         """Per training run of ``source`` at this scale (``trained``) whose cell matches ``evaluates.where`` (the
         user's overrides apply to those too), per cell of this grid: the training run's overrides with this cell's
@@ -266,10 +269,9 @@ class Artifact:
             }
         )
         names = {f"artifact={source.name}", f"scale={scale}"}
-        cells = self.cells(scale)
-        planned = []
+        drafts = []  # (training run, cell, the overrides composed, the evaluate section)
         for training in (run for run in trained if excluded(run.cell, where)):
-            for cell in cells:
+            for cell in self.cells(scale):
                 kept = [
                     override
                     for override in training.overrides
@@ -303,37 +305,41 @@ class Artifact:
                     f"scale={scale}",
                     *extra_overrides,
                 ]
-                overrides = [
-                    *composed,
-                    *(f"+evaluate.{key}={override_value(value, quote_strings=True)}" for key, value in section.items()),
-                ]
+                drafts.append((training, cell, composed, section))
+        composer.prefetch([composed for training, _, composed, _ in drafts if training.unavailable is None])
+        planned = []
+        for training, cell, composed, section in drafts:
+            overrides = [
+                *composed,
+                *(f"+evaluate.{key}={override_value(value, quote_strings=True)}" for key, value in section.items()),
+            ]
+            run = PlannedRun(
+                self.name,
+                scale,
+                training.cell | cell,
+                overrides,
+                unavailable=training.unavailable,
+                trained_by=training,
+            )
+            if training.unavailable is None:
+                # one compose per structure (the evaluate section, different in every run, is set afterwards)
+                container = composer(composed)
+                container["evaluate"] = section
+                validate_run_config(container)
+                if kind:
+                    problems = task_problems(section, container["task"])
+                    if problems:
+                        raise ConfigError(f"{self.name} ({scale}): " + "; ".join(problems))
                 run = PlannedRun(
                     self.name,
                     scale,
                     training.cell | cell,
                     overrides,
-                    unavailable=training.unavailable,
                     trained_by=training,
+                    run_id=run_id_of(container),
+                    container=container,
                 )
-                if training.unavailable is None:
-                    # one compose per structure (the evaluate section, different in every run, is set afterwards)
-                    container = composer(composed)
-                    container["evaluate"] = section
-                    validate_run_config(container)
-                    if kind:
-                        problems = task_problems(section, container["task"])
-                        if problems:
-                            raise ConfigError(f"{self.name} ({scale}): " + "; ".join(problems))
-                    run = PlannedRun(
-                        self.name,
-                        scale,
-                        training.cell | cell,
-                        overrides,
-                        trained_by=training,
-                        run_id=run_id_of(container),
-                        container=container,
-                    )
-                planned.append(run)
+            planned.append(run)
         check_distinct(planned, extra_overrides)
         return planned
 

@@ -15,8 +15,10 @@ from experiments.config.configuration import CONFIGS, ConfigError, compose_run_c
 
 @pytest.fixture
 def compose_count(monkeypatch):
-    """The composes of a plan, counted with the disk caches off (a test of the cache sets a folder of its own)."""
+    """The composes of a plan, counted with the disk caches off (a test of the cache sets a folder of its own), all
+    in this process (no prefetch in child processes, whose composes this list would not see)."""
     monkeypatch.setenv("XLSTM_SUITE_COMPOSE_CACHE", "off")
+    monkeypatch.setattr(cell_composer, "usable_cpus", lambda: 1)
     calls = []
     compose = cell_composer.compose_unresolved
 
@@ -184,3 +186,31 @@ def test_a_cache_entry_that_does_not_validate_is_ignored_with_one_warning_and_re
     shutil.rmtree(plans)
     load_artifact("sweep-fixture").runs("smoke")
     assert "compose cache entry" not in capsys.readouterr().err  # the replaced entry reads back
+
+
+def test_a_prefetched_plan_is_composed_in_child_processes_and_equals_the_serial_plan(
+    compose_count, tmp_path, monkeypatch
+):
+    serial = load_artifact("sweep-fixture").runs("paper")
+    assert len(compose_count) == 6
+    compose_count.clear()  # the counting compose is this process's: the children's composes do not show
+    monkeypatch.setenv(compose_cache.CACHE_VARIABLE, str(tmp_path / "cache"))
+    monkeypatch.setattr(cell_composer, "usable_cpus", lambda: 2)
+    prefetched = load_artifact("sweep-fixture").runs("paper")
+    assert compose_count == []
+    assert [run.run_id for run in prefetched] == [run.run_id for run in serial]
+    assert [config_yaml(run.config) for run in prefetched] == [config_yaml(run.config) for run in serial]
+    (tmp_path / "cache" / "plans").rename(tmp_path / "plans of the first plan")  # plan again, from the entries
+    monkeypatch.setattr(cell_composer, "usable_cpus", lambda: 1)
+    assert [run.run_id for run in load_artifact("sweep-fixture").runs("paper")] == [run.run_id for run in serial]
+    assert compose_count == []  # the children's entries were kept on disk
+
+
+def test_a_prefetched_plan_names_a_bad_override_as_the_serial_plan_does(monkeypatch):
+    messages = []
+    for cpus in (1, 2):
+        monkeypatch.setattr(cell_composer, "usable_cpus", lambda cpus=cpus: cpus)
+        with pytest.raises(ConfigError) as raised:
+            load_artifact("sweep-fixture").runs("paper", ["+model.options.mlstm.num_heads=5", "seed=1"])
+        messages.append(str(raised.value))
+    assert "divisible by mlstm.num_heads=5" in messages[0] and messages[1] == messages[0]

@@ -17,8 +17,10 @@ FIXTURE = "sweep-fixture"
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    """The caches switched on in a fresh folder; composes and config checks counted."""
+    """The caches switched on in a fresh folder; composes and config checks counted, all in this process (no
+    prefetch in child processes, whose composes the counts would not see)."""
     monkeypatch.setenv(compose_cache.CACHE_VARIABLE, str(tmp_path / "cache"))
+    monkeypatch.setattr(cell_composer, "usable_cpus", lambda: 1)
     calls = {"compose": 0, "validate": 0}
     compose, validate = cell_composer.compose_unresolved, artifacts.validate_run_config
 
