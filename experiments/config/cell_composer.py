@@ -16,6 +16,7 @@ import multiprocessing
 import os
 import signal
 import threading
+from concurrent.futures import ProcessPoolExecutor
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
@@ -32,6 +33,7 @@ from experiments.config.configuration import (
 from experiments.config.override_kinds import KEY, key_override, override_kind, override_kinds
 from experiments.config.plain_config import copied, value_at
 from experiments.config.size_presets import SIZE_KEY
+from experiments.stop_signals import starting_a_child
 
 
 class CellComposer:
@@ -83,14 +85,23 @@ class CellComposer:
                     structures.append(structure)
         if len(structures) < PARALLEL_FROM:
             return
-        # fork: the children start with this process's imports and loaded config files
-        with multiprocessing.get_context("fork").Pool(min(workers, len(structures)), _child_signals) as pool:
-            for structure, composed in zip(structures, pool.imap(_composed_or_none, structures)):
+        # fork: the children start with this process's imports and loaded config files. None is ever signalled (a
+        # multiprocessing.Pool's terminate hung: a SIGTERM that reached a child before it set its own handlers was
+        # lost); at the end, the composes under way finish and those not started are cancelled
+        children = ProcessPoolExecutor(
+            min(workers, len(structures)), multiprocessing.get_context("fork"), initializer=_child_signals
+        )
+        try:
+            with starting_a_child():  # the children are forked at the first task, with Ctrl-C ignored
+                composes = children.map(_composed_or_none, structures)
+            for structure, composed in zip(structures, composes):
                 if composed is None:
-                    break  # leaving the block stops the children
+                    break
                 config, interpolated, files_read = composed
                 compose_cache.store(list(structure), config, interpolated, files_read)
                 self._composed[structure] = config, interpolated
+        finally:
+            children.shutdown(cancel_futures=True)
 
     def _split(self, overrides: list[str]) -> tuple[tuple[str, ...], list]:
         """(the structure: the overrides less the shared key overrides, the key overrides in order); HydraException
@@ -168,10 +179,10 @@ def composed_now(overrides: list[str]) -> tuple[dict, bool, set]:
 
 
 def _child_signals() -> None:
-    """A prefetch child ends quietly when the pool stops it (SIGTERM; the parent's handlers would raise and print a
-    traceback) and leaves Ctrl-C to the parent."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    """A prefetch child leaves Ctrl-C to the parent and ends quietly at a SIGTERM to the process group (the parent's
+    handlers, inherited, would raise and print a traceback)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _composed_or_none(structure: tuple[str, ...]) -> tuple[dict, bool, set] | None:

@@ -2,6 +2,7 @@
 the one a full compose gives."""
 
 import json
+import multiprocessing
 import shutil
 
 import pytest
@@ -11,6 +12,7 @@ import experiments.config.cell_composer as cell_composer
 from experiments.config import compose_cache, configuration
 from experiments.config.artifacts import load_artifact, run_id_of
 from experiments.config.configuration import CONFIGS, ConfigError, compose_run_config, config_yaml
+from experiments.stop_signals import stop_signals_raise
 
 
 @pytest.fixture
@@ -206,11 +208,13 @@ def test_a_prefetched_plan_is_composed_in_child_processes_and_equals_the_serial_
     assert compose_count == []  # the children's entries were kept on disk
 
 
-def test_a_prefetched_plan_names_a_bad_override_as_the_serial_plan_does(monkeypatch):
+def test_a_prefetched_plan_names_a_bad_override_as_the_serial_plan_does_and_leaves_no_child(monkeypatch):
+    """As the command line plans (its stop signals handled), where a Pool's end of the children once hung."""
     messages = []
-    for cpus in (1, 2):
+    for cpus in (1, 2, 2, 2):
         monkeypatch.setattr(cell_composer, "usable_cpus", lambda cpus=cpus: cpus)
-        with pytest.raises(ConfigError) as raised:
-            load_artifact("sweep-fixture").runs("paper", ["+model.options.mlstm.num_heads=5", "seed=1"])
-        messages.append(str(raised.value))
-    assert "divisible by mlstm.num_heads=5" in messages[0] and messages[1] == messages[0]
+        with stop_signals_raise(), pytest.raises(ConfigError) as raised:
+            load_artifact("sweep-fixture").runs("paper", ["+model.options.mlstm.num_heads=5", f"seed={cpus}"])
+        messages.append(str(raised.value).replace(f"seed={cpus}", "seed=N"))
+        assert multiprocessing.active_children() == []
+    assert "divisible by mlstm.num_heads=5" in messages[0] and set(messages[1:]) == {messages[0]}
