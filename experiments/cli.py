@@ -1,6 +1,7 @@
 """The `xlstm-suite` command line: params, train, prepare, sweep, status, list, report."""
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -75,6 +76,19 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line's command (``argv``: sys.argv's arguments); run from the command line (no ``argv``), `train`
+    executes itself again first with tcmalloc preloaded (experiments.sweeps.worker_allocator)."""
+    if argv is None:
+        from experiments.sweeps.worker_allocator import train_restart
+
+        try:
+            restart = train_restart(sys.argv)
+        except ValueError as error:
+            print(f"xlstm-suite train: error: {error}", file=sys.stderr)
+            return 2
+        if restart is not None:
+            command, environment = restart
+            os.execve(command[0], command, environment)
     with stop_signals_raise():
         try:
             return run_command(argv)

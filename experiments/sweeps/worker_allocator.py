@@ -9,11 +9,14 @@ without, with the same losses; jemalloc at its defaults gave nothing (4.09 s). `
 measures the ratio.
 
 The forkserver that forks the workers (experiments.sweeps.local_launcher) starts with the library preloaded
-(``LD_PRELOAD``), so every worker it forks has it. ``XLSTM_SUITE_ALLOCATOR`` chooses: ``tcmalloc`` (the default;
-the system's where the library is missing, with a note saying how to install it) or ``system``."""
+(``LD_PRELOAD``), so every worker it forks has it. The `train` command, run from the command line, executes itself
+again with it preloaded (``train_restart``; an allocator is chosen when a process starts). ``XLSTM_SUITE_ALLOCATOR``
+chooses: ``tcmalloc`` (the default; the system's where the library is missing, with a note saying how to install it)
+or ``system``."""
 
 import ctypes.util
 import os
+import sys
 
 ALLOCATOR_VARIABLE = "XLSTM_SUITE_ALLOCATOR"
 ALLOCATORS = ("tcmalloc", "system")
@@ -47,3 +50,15 @@ def worker_environment(allocator: str) -> tuple[dict[str, str], str | None]:
         return {}, note
     preload = " ".join(filter(None, [library, os.environ.get("LD_PRELOAD")]))
     return {"LD_PRELOAD": preload, **TCMALLOC_QUIET}, None
+
+
+def train_restart(arguments: list[str]) -> tuple[list[str], dict[str, str]] | None:
+    """The command line and environment that run this process's command line (``arguments``: ``sys.argv``) again
+    with tcmalloc preloaded, for a `train` command whose allocator (``chosen_allocator``; ValueError for a bad one)
+    is tcmalloc, installed and not preloaded yet; None otherwise (the command runs on in this process)."""
+    if arguments[1:2] != ["train"]:
+        return None
+    variables, _ = worker_environment(chosen_allocator())
+    if not variables or tcmalloc_library() in os.environ.get("LD_PRELOAD", "").split():
+        return None
+    return [sys.executable, "-m", "experiments.cli", *arguments[1:]], {**os.environ, **variables}

@@ -1,9 +1,11 @@
 """The training workers' memory allocator: XLSTM_SUITE_ALLOCATOR's choices, the forkserver's variables, a clear
-error for a bad choice before any run, and a forked worker that has tcmalloc mapped."""
+error for a bad choice before any run, a forked worker that has tcmalloc mapped, and the train command that restarts
+itself with it."""
 
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,47 @@ def test_a_training_worker_forked_by_the_forkserver_has_tcmalloc_and_the_launche
     assert finished.returncode == 0, finished.stderr
     # the worker has it; the launcher neither has it nor keeps the variable
     assert finished.stdout.split() == ["0", "None", "False"], finished.stdout + finished.stderr
+
+
+def test_train_from_the_command_line_restarts_itself_with_tcmalloc_preloaded_once(monkeypatch):
+    monkeypatch.delenv(ALLOCATOR_VARIABLE, raising=False)
+    monkeypatch.setattr(worker_allocator, "tcmalloc_library", lambda: "libtcmalloc_minimal.so.4")
+    monkeypatch.setenv("LD_PRELOAD", "libother.so")
+    command, environment = worker_allocator.train_restart(["/bin/xlstm-suite", "train", "model=llama", "seed=1"])
+    assert command == [sys.executable, "-m", "experiments.cli", "train", "model=llama", "seed=1"]
+    assert environment["LD_PRELOAD"] == "libtcmalloc_minimal.so.4 libother.so"
+    monkeypatch.setenv("LD_PRELOAD", environment["LD_PRELOAD"])
+    assert worker_allocator.train_restart(["/bin/xlstm-suite", "train", "model=llama"]) is None  # preloaded: runs on
+    monkeypatch.delenv("LD_PRELOAD")
+    assert worker_allocator.train_restart(["/bin/xlstm-suite", "sweep", "formal-main"]) is None  # its workers have it
+    monkeypatch.setenv(ALLOCATOR_VARIABLE, "system")
+    assert worker_allocator.train_restart(["/bin/xlstm-suite", "train", "model=llama"]) is None
+    monkeypatch.setenv(ALLOCATOR_VARIABLE, "hoard")
+    with pytest.raises(ValueError, match="XLSTM_SUITE_ALLOCATOR='hoard'"):
+        worker_allocator.train_restart(["/bin/xlstm-suite", "train", "model=llama"])
+
+
+def allocator_of_train(allocator: str) -> tuple[bool, subprocess.CompletedProcess]:
+    """Whether `train`'s process (its pid kept across the restart) had tcmalloc mapped at some moment, and how it
+    ended; the train command fails at its config, after the restart, before any compute."""
+    environment = {key: value for key, value in os.environ.items() if key != "LD_PRELOAD"}
+    environment |= {"PYTHONPATH": str(REPOSITORY), ALLOCATOR_VARIABLE: allocator}
+    command = [sys.executable, "-m", "experiments.cli", "train", "model=no_such_model"]
+    with subprocess.Popen(command, cwd=REPOSITORY, env=environment, stderr=subprocess.PIPE, text=True) as train:
+        mapped = False
+        while train.poll() is None and not mapped:
+            try:
+                mapped = "tcmalloc" in Path(f"/proc/{train.pid}/maps").read_text()
+            except OSError:  # ended between the poll and the read
+                break
+            time.sleep(0.01)
+        stderr = train.communicate(timeout=120)[1]
+    return mapped, subprocess.CompletedProcess(command, train.returncode, "", stderr)
+
+
+@pytest.mark.skipif(TCMALLOC is None, reason="tcmalloc is not installed (apt-get install libtcmalloc-minimal4)")
+def test_the_train_command_runs_with_tcmalloc_and_without_where_the_system_allocator_is_chosen():
+    for allocator, expected in (("tcmalloc", True), ("system", False)):
+        mapped, finished = allocator_of_train(allocator)
+        assert mapped == expected, allocator
+        assert finished.returncode == 2 and finished.stderr.count("unknown model 'no_such_model'") == 1, finished
