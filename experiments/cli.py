@@ -5,14 +5,15 @@ import os
 import sys
 from pathlib import Path
 
-from experiments.config.arguments import add_overrides_argument, add_scale_argument
-from experiments.config.configuration import ConfigError
-from experiments.paths import checked_folder
 from experiments.stop_signals import Stopped, stop_signals_raise
+
+# the rest is imported where it is used: `train` starts itself again (tcmalloc) before anything heavy is imported
 
 
 def _add_report_arguments(parser: argparse.ArgumentParser) -> None:
     """Here rather than in experiments.reports.report: parsing must not import the plotting stack."""
+    from experiments.config.arguments import add_overrides_argument, add_scale_argument
+
     parser.add_argument("artifact", help="a paper artifact (see `xlstm-suite list`) or 'all'")
     add_scale_argument(parser)
     parser.add_argument(
@@ -32,6 +33,8 @@ def _add_report_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_prepare_arguments(parser: argparse.ArgumentParser) -> None:
+    from experiments.config.arguments import add_overrides_argument, add_scale_argument
+
     parser.add_argument("artifact", help="the paper artifact whose runs' data to make")
     add_scale_argument(parser)
     parser.add_argument(
@@ -98,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_command(argv: list[str] | None) -> int:
+    from experiments.config.configuration import ConfigError
+    from experiments.paths import checked_folder
+
     arguments = _parser().parse_args(argv)
     try:
         if arguments.command == "params":
