@@ -71,6 +71,9 @@ MODULE_PATHS_ON_PURPOSE = {
     ("experiments/run_kinds.py", "experiments.training.train"): (
         "what a local sweep's forkserver imports once for its workers (the sweep itself must not import torch)"
     ),
+    ("experiments/sweeps/worker_allocator.py", "experiments.cli"): (
+        "the program `train` runs again (python -m) with tcmalloc preloaded"
+    ),
 }
 # Where modules are imported by a name given at run time: the plug-ins, each with what it loads.
 DYNAMIC_IMPORTS = {
