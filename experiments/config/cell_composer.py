@@ -15,7 +15,7 @@ CPU, before its cells are read.
 import multiprocessing
 import os
 import signal
-import threading
+import sys
 from concurrent.futures import ProcessPoolExecutor
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -66,10 +66,9 @@ class CellComposer:
         holds, in child processes, one per CPU (a cold paper grid has hundreds; each compose is ~0.1 s of one CPU),
         so that the calls for those cells read them. In ``grid``'s order, up to the first structure that does not
         compose (the calls name the problem; with models first, a broken model is found after a few composes).
-        Nothing is done with one CPU, few structures, no fork, or other threads, whose locks a fork could copy held:
-        the calls compose."""
+        Nothing is done with one CPU, few structures or no fork: the calls compose."""
         workers = usable_cpus()
-        if workers < 2 or "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+        if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
             return
         structures = []
         for overrides in grid:
@@ -89,7 +88,7 @@ class CellComposer:
         # multiprocessing.Pool's terminate hung: a SIGTERM that reached a child before it set its own handlers was
         # lost); at the end, the composes under way finish and those not started are cancelled
         children = ProcessPoolExecutor(
-            min(workers, len(structures)), multiprocessing.get_context("fork"), initializer=_child_signals
+            min(workers, len(structures)), multiprocessing.get_context("fork"), initializer=_child_started
         )
         try:
             with starting_a_child():  # the children are forked at the first task, with Ctrl-C ignored
@@ -160,7 +159,9 @@ class CellComposer:
         return self._kinds[key]
 
 
-PARALLEL_FROM = 4  # uncached structures from which prefetch composes in child processes
+# uncached structures from which prefetch composes in child processes: fewer compose in a second or two, which forking
+# a process that has imported torch (the test suite's workers) and the children's competition would eat up
+PARALLEL_FROM = 16
 
 
 def usable_cpus() -> int:
@@ -178,11 +179,16 @@ def composed_now(overrides: list[str]) -> tuple[dict, bool, set]:
     return OmegaConf.to_container(with_size_preset(unresolved, overrides)), interpolated, files_read
 
 
-def _child_signals() -> None:
-    """A prefetch child leaves Ctrl-C to the parent and ends quietly at a SIGTERM to the process group (the parent's
-    handlers, inherited, would raise and print a traceback)."""
+def _child_started() -> None:
+    """A prefetch child's start. It leaves Ctrl-C to the parent and ends quietly at a SIGTERM to the process group
+    (the parent's handlers, inherited, would raise and print a traceback). Its standard streams are new objects on
+    file descriptors 1 and 2: another thread of the parent (the command's progress spinner) may have held a stream's
+    lock when it forked, and the child's copy of that lock would never be released (the child flushes its streams as
+    it ends); the other locks a child takes (imports, logging, malloc) are made anew at a fork."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    sys.stdout = open(1, "w", closefd=False)  # the process's stream until it ends
+    sys.stderr = open(2, "w", closefd=False)
 
 
 def _composed_or_none(structure: tuple[str, ...]) -> tuple[dict, bool, set] | None:

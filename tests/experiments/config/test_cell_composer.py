@@ -4,6 +4,8 @@ the one a full compose gives."""
 import json
 import multiprocessing
 import shutil
+import sys
+import threading
 
 import pytest
 from omegaconf import OmegaConf
@@ -198,7 +200,22 @@ def test_a_prefetched_plan_is_composed_in_child_processes_and_equals_the_serial_
     compose_count.clear()  # the counting compose is this process's: the children's composes do not show
     monkeypatch.setenv(compose_cache.CACHE_VARIABLE, str(tmp_path / "cache"))
     monkeypatch.setattr(cell_composer, "usable_cpus", lambda: 2)
-    prefetched = load_artifact("sweep-fixture").runs("paper")
+    monkeypatch.setattr(cell_composer, "PARALLEL_FROM", 2)  # the fixture's grid has 6 structures
+    spinning = threading.Event()
+    spinning.set()
+
+    def spinner():  # as the command's progress spinner: another thread, writing to the streams as children fork
+        while spinning.is_set():
+            sys.stdout.write("\r-")
+            sys.stdout.flush()
+
+    thread = threading.Thread(target=spinner)
+    thread.start()
+    try:
+        prefetched = load_artifact("sweep-fixture").runs("paper")
+    finally:
+        spinning.clear()
+        thread.join()
     assert compose_count == []
     assert [run.run_id for run in prefetched] == [run.run_id for run in serial]
     assert [config_yaml(run.config) for run in prefetched] == [config_yaml(run.config) for run in serial]
@@ -210,6 +227,7 @@ def test_a_prefetched_plan_is_composed_in_child_processes_and_equals_the_serial_
 
 def test_a_prefetched_plan_names_a_bad_override_as_the_serial_plan_does_and_leaves_no_child(monkeypatch):
     """As the command line plans (its stop signals handled), where a Pool's end of the children once hung."""
+    monkeypatch.setattr(cell_composer, "PARALLEL_FROM", 2)  # the fixture's grid has 6 structures
     messages = []
     for cpus in (1, 2, 2, 2):
         monkeypatch.setattr(cell_composer, "usable_cpus", lambda cpus=cpus: cpus)
