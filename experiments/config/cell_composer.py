@@ -66,9 +66,11 @@ class CellComposer:
         holds, in child processes, one per CPU (a cold paper grid has hundreds; each compose is ~0.1 s of one CPU),
         so that the calls for those cells read them. In ``grid``'s order, up to the first structure that does not
         compose (the calls name the problem; with models first, a broken model is found after a few composes).
-        Nothing is done with one CPU, few structures or no fork: the calls compose."""
+        Nothing is done with one CPU, few structures, no fork, or torch imported: the calls compose. The commands
+        plan before they import torch; a process that holds it (a test suite's worker) is slow to fork, and its
+        children would compete with the work beside it (the default suite took 501 s with them, 466 s without)."""
         workers = usable_cpus()
-        if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        if workers < 2 or "fork" not in multiprocessing.get_all_start_methods() or "torch" in sys.modules:
             return
         structures = []
         for overrides in grid:

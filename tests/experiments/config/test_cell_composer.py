@@ -201,6 +201,7 @@ def test_a_prefetched_plan_is_composed_in_child_processes_and_equals_the_serial_
     monkeypatch.setenv(compose_cache.CACHE_VARIABLE, str(tmp_path / "cache"))
     monkeypatch.setattr(cell_composer, "usable_cpus", lambda: 2)
     monkeypatch.setattr(cell_composer, "PARALLEL_FROM", 2)  # the fixture's grid has 6 structures
+    monkeypatch.delitem(sys.modules, "torch", raising=False)  # as the commands plan: before torch is imported
     spinning = threading.Event()
     spinning.set()
 
@@ -228,6 +229,7 @@ def test_a_prefetched_plan_is_composed_in_child_processes_and_equals_the_serial_
 def test_a_prefetched_plan_names_a_bad_override_as_the_serial_plan_does_and_leaves_no_child(monkeypatch):
     """As the command line plans (its stop signals handled), where a Pool's end of the children once hung."""
     monkeypatch.setattr(cell_composer, "PARALLEL_FROM", 2)  # the fixture's grid has 6 structures
+    monkeypatch.delitem(sys.modules, "torch", raising=False)  # as the commands plan: before torch is imported
     messages = []
     for cpus in (1, 2, 2, 2):
         monkeypatch.setattr(cell_composer, "usable_cpus", lambda cpus=cpus: cpus)
