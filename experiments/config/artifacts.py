@@ -269,9 +269,10 @@ class Artifact:
             }
         )
         names = {f"artifact={source.name}", f"scale={scale}"}
+        cells = self.cells(scale)
         drafts = []  # (training run, cell, the overrides composed, the evaluate section)
         for training in (run for run in trained if excluded(run.cell, where)):
-            for cell in self.cells(scale):
+            for cell in cells:
                 kept = [
                     override
                     for override in training.overrides

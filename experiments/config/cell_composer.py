@@ -161,8 +161,7 @@ class CellComposer:
         return self._kinds[key]
 
 
-# uncached structures from which prefetch composes in child processes: fewer compose in a second or two, which forking
-# a process that has imported torch (the test suite's workers) and the children's competition would eat up
+# uncached structures from which prefetch composes in child processes: fewer compose in a second or two anyway
 PARALLEL_FROM = 16
 
 
