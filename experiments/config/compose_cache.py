@@ -7,9 +7,10 @@ and the Hydra and OmegaConf versions; it records a digest of each config file it
 (experiments.config.hydra_files.files_read), and it is used only while every one of them still has that digest. So
 no entry is ever stale, and editing one file composes again only the configs that read it: a model's file, its
 model's configs (a cold `list` after editing configs/model/mamba.yaml: 57 s when any edit started every entry
-afresh, 8.4 s now; a task file that many grids read, 35 s). The artifacts' files
-(configs/paper) are not among the names: a run's compose does not read them, and editing one artifact's grid would
-otherwise start every artifact's plans afresh (the plan cache keys each plan by its own artifact's file). Overrides that name that folder as a config group are composed every time, never cached.
+afresh, 8.4 s now; a task file that many grids read, 35 s). The artifacts' files (configs/paper) are not among the
+names: a run's compose does not read them, and editing one artifact's grid would otherwise start every artifact's
+plans afresh (the plan cache keys each plan by its own artifact's file). Overrides that name that folder as a config
+group are composed every time, never cached.
 An entry holds the resolved config as plain containers (experiments.config.plain_config) and whether its written
 config had interpolations (experiments.config.cell_composer). Folder: $XLSTM_SUITE_COMPOSE_CACHE, else
 $XDG_CACHE_HOME/xlstm-suite/compose (default ~/.cache/...), which also holds the planned grids
