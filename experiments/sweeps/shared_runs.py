@@ -48,11 +48,12 @@ def shared_sources(
         for other_run in other.runs(scale, overrides):
             if other_run.unavailable is not None:
                 continue
-            run = todo.get(computation_id(other_run))
+            computation = computation_id(other_run)
+            run = todo.get(computation)
             source = run_directory(other_run, root)
             if run is not None and finished_result(source) is not None:
                 sources[run.run_id] = source
-                del todo[computation_id(other_run)]
+                del todo[computation]
     return sources
 
 
