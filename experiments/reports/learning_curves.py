@@ -8,6 +8,7 @@ counts the step the batch began at: the validation after 250 steps at step 249) 
 chosen checkpoint after training at its last step; a curve keeps the former, at the steps taken (logged + 1).
 """
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,6 +31,7 @@ VALIDATION_PREFIX = "val/"
 STEPS_METRIC = "train/steps"
 LOG_SPAN = 10  # a metric whose values span this factor or more (a perplexity) is drawn on a log axis
 PANELS_PER_ROW = 4
+PANEL_TITLE_CHARACTERS = 34  # a line of a panel's title: about the width of a panel (3.4 in) at the title's size
 
 
 def curves_path(stem: Path) -> Path:
@@ -106,11 +108,16 @@ def stage_curves(curves: pd.DataFrame, staged: Path, panel_keys: list[str], what
 
 def curves_figure(curves: pd.DataFrame, metric: str, panel_keys: list[str], title: str) -> plt.Figure:
     """A panel per value of ``panel_keys`` (the report's cells other than the model, and the keys it chooses
-    among), titled by them, a model's own colour, a line per run (its seeds alike); ``curves`` has rows."""
+    among), titled by them (wrapped to the panel's width), a model's own colour, a line per run (its seeds alike);
+    ``curves`` has rows."""
     panel_keys = [key for key in panel_keys if key in curves]  # one value too: the panel says what it shows
     data = curves.assign(
         panel=[
-            ", ".join(value_name(key, value) for key, value in zip(panel_keys, values))
+            textwrap.fill(
+                ", ".join(value_name(key, value) for key, value in zip(panel_keys, values)),
+                PANEL_TITLE_CHARACTERS,
+                break_long_words=False,
+            )
             for values in curves[panel_keys].itertuples(index=False)
         ],
         shown_model=curves["model"].map(model_name),
@@ -141,7 +148,8 @@ def curves_figure(curves: pd.DataFrame, metric: str, panel_keys: list[str], titl
     grid.set_titles("{col_name}")
     grid.set_axis_labels("training steps", metric)
     grid.legend.set_title("")
-    grid.figure.suptitle(title, y=1.02)
+    grid.figure.suptitle(title)
+    grid.tight_layout()  # room for the title and for panel titles wrapped over several lines
     return grid.figure
 
 

@@ -80,3 +80,29 @@ def test_committed_curves_of_a_run_come_from_the_first_file_that_has_it_and_its_
         ["abcdefabcdef", 5, 0.2],
     ]
     assert read_committed_curves(tmp_path / "absent.curves.csv") is None
+
+
+def test_long_panel_titles_wrap_and_no_two_panels_titles_overlap():
+    """mqar-main's panels are named by four keys (86 characters on one line ran into the next panel's title), and
+    the figure's title stays clear of theirs."""
+    import matplotlib.pyplot as plt
+
+    from experiments.reports.learning_curves import curves_figure
+
+    keys = ["task.num_kv_pairs", "model.embedding_dim", "task.context_length", "optim.lr"]
+    cells = [(kv, width, 64, 0.00215) for kv in (4, 16) for width in (64, 128)]
+    curves = pd.DataFrame(
+        [
+            {"model": "llama", **dict(zip(keys, cell)), "run_id": f"run{index}", "step": step, "val/accuracy": 0.1}
+            for index, cell in enumerate(cells)
+            for step in (100, 200)
+        ]
+    )
+    figure = curves_figure(curves, "val/accuracy", keys, "mqar-main (mini): val/accuracy during training")
+    renderer = figure.canvas.get_renderer()
+    titles = [axes.title for axes in figure.axes if axes.get_title()]
+    assert len(titles) == 4 and all("\n" in title.get_text() for title in titles)
+    (figure_title,) = [text for text in figure.texts if text.get_text().startswith("mqar-main")]
+    boxes = [title.get_window_extent(renderer) for title in [*titles, figure_title]]
+    assert not any(first.overlaps(second) for index, first in enumerate(boxes) for second in boxes[index + 1 :])
+    plt.close(figure)
