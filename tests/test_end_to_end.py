@@ -98,6 +98,7 @@ def test_train_records_a_run_and_a_rerun_prints_its_stored_metrics_without_train
     first = capsys.readouterr().out
     [result] = tmp_path.glob("adhoc/adhoc/*/result.json")
     assert f"wrote {result}" in first and "step 4/4 (100%)" in first
+    assert first.splitlines()[0] == f"training {result.parent}"  # where the run goes, before any training output
     stored = json.loads(result.read_text())["metrics"]
     assert cli_main(command) == 0
     rerun = capsys.readouterr().out

@@ -54,6 +54,8 @@ def train_command(overrides: list[str], root: Path = RUN_STORE) -> int:
     if claim is None:
         console.print(f"another worker is training this run: {run_dir}", soft_wrap=True)
         return 1
+    # said before Lightning's import (seconds), so the command shows at once where the run goes
+    console.print(f"training {run_dir}", soft_wrap=True, highlight=False)
     from experiments.training.train import run_training  # imports Lightning: only once the config is known to be good
 
     started = datetime.now(UTC)
